@@ -1,0 +1,205 @@
+/**
+ * `ratchet` — the command line. Thin: parse arguments, call a service, print, return the exit
+ * status of DESIGN.md §6. Every error is a RatchetError mapped by `exitStatusFor`.
+ */
+import { Command, CommanderError } from "commander";
+import { ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
+import type { Op } from "../ledger/index.js";
+import { initWorkspace, SqliteStore } from "../store/index.js";
+import { err, out } from "./io.js";
+import { events, planList, planShow, projectAdd, projectList } from "./reads.js";
+import { runBatch, runWriteFlow } from "./write-flows.js";
+
+const VERSION = "0.1.0";
+
+function build(setStatus: (n: number) => void): Command {
+  const program = new Command("ratchet");
+  program
+    .description("Deterministic, verifiable, recorded runs for AI-agent work.")
+    .version(VERSION)
+    .option(
+      "--db <path>",
+      "ledger database (default: .ratchet/ratchet.db found by walking up; env RATCHET_DB)",
+    )
+    .showHelpAfterError("(run with --help for usage)")
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+
+  const globals = () => program.opts<{ db?: string }>();
+  const act =
+    <A extends unknown[]>(fn: (...a: A) => Promise<number>) =>
+    async (...a: A) => {
+      setStatus(await fn(...a));
+    };
+  const flow = (op: Op, opts: { allowEmpty?: boolean } = {}) =>
+    act(async (input: string | undefined) => runWriteFlow(op, input, globals(), opts));
+
+  program
+    .command("init [dir]")
+    .description("create a .ratchet/ workspace in dir (default: the current folder)")
+    .action(
+      act(async (dir: string | undefined) => {
+        const { workspace, created } = initWorkspace(dir ?? ".");
+        SqliteStore.open(workspace.dbPath, { create: true }).close();
+        out(JSON.stringify({ ok: true, op: "init", workspace: workspace.dir, created }));
+        return 0;
+      }),
+    );
+
+  const plan = program.command("plan").description("publish, read and close plans");
+  plan
+    .command("publish <input>")
+    .description("publish a plan from a JSON or YAML file (or - for stdin)")
+    .addHelpText(
+      "after",
+      '\nInput: {"goal": "…", "project"?: "…", "max_revisions"?: 5, "steps": [{"title": "…", "type": "COMMAND"}]}',
+    )
+    .action(flow("publish-plan"));
+  plan
+    .command("show <plan_id>")
+    .description("a plan's steps in tree order with logs, deviations, metrics and skills")
+    .option("--step <step_id>", "only this step and its sub-steps")
+    .option("--full", "print full logs (from blobs) instead of the cut display text")
+    .option("--json", "machine-readable output")
+    .action(
+      act(async (id: string, o: { step?: string; full?: boolean; json?: boolean }) =>
+        planShow(id, { ...globals(), ...o }),
+      ),
+    );
+  plan
+    .command("list")
+    .description("plans, newest first")
+    .option("--status <status>", "IN_PROGRESS, COMPLETED, FAILED or ABANDONED")
+    .option("--limit <n>", "at most n plans (default 50)")
+    .option("--json", "machine-readable output")
+    .action(
+      act(async (o: { status?: string; limit?: string; json?: boolean }) => planList({ ...globals(), ...o })),
+    );
+  plan
+    .command("record-skill <input>")
+    .description('record a skill activated mid-flight: {"plan_id","name","source","step_id"?,"reason"?}')
+    .action(flow("record-skill"));
+  plan
+    .command("raise-budget <input>")
+    .description('raise the revision budget: {"plan_id","new_max","reason"}')
+    .action(flow("raise-budget"));
+  plan
+    .command("abandon <input>")
+    .description('put down a plan nobody started: {"plan_id","reason"}')
+    .action(flow("abandon-plan"));
+  plan
+    .command("finish <input>")
+    .description('run the close-out (or force-finish a partial plan): {"plan_id"}')
+    .action(flow("finish-plan"));
+  plan
+    .command("review-close <input>")
+    .description('close a NEEDS_REVIEW plan: {"plan_id","outcome":"pass"|"fail","summary"?,"log_context"?}')
+    .action(flow("agent-review-close"));
+  plan
+    .command("sweep [input]")
+    .description('fail IN_PROGRESS steps whose lease expired: optional {"plan_id"}')
+    .action(flow("sweep", { allowEmpty: true }));
+
+  const step = program.command("step").description("move steps through their state machine");
+  step
+    .command("start <input>")
+    .description('{"step_id","type"?,"agent_input"?,"log_context"?,"lease_seconds"?}')
+    .action(flow("start-step"));
+  step
+    .command("complete <input>")
+    .description(
+      '{"step_id","summary"?,"agent_output"?,"log_context"?} (COMMAND steps complete through `step run`)',
+    )
+    .action(flow("complete-step"));
+  step.command("fail <input>").description('{"step_id","reason"?,"log_context"?}').action(flow("fail-step"));
+  step.command("log <input>").description('append raw output: {"step_id","text"}').action(flow("append-log"));
+  step
+    .command("run <input>")
+    .description(
+      'start + run a shell command + capture its output + complete or fail: {"step_id","type","command","summary"?,"allow_nonzero"?,"metrics_from_stdout"?,"timeout_seconds"?}; exits with the command\'s status',
+    )
+    .action(flow("run-step"));
+  step
+    .command("deviate <input>")
+    .description(
+      'add sub-steps under a step: {"parent_step_id","justification","sub_steps":[{"title","type"}]}',
+    )
+    .action(flow("deviate"));
+  step
+    .command("heartbeat <input>")
+    .description('renew the lease of an IN_PROGRESS step: {"step_id","lease_seconds"?}')
+    .action(flow("heartbeat"));
+  step
+    .command("apply <ops>")
+    .description(
+      'apply many write flows from a JSON-lines file (or -): one {"op": "<marker op>", …input} per line',
+    )
+    .option("--stop-on-error", "stop at the first failed op")
+    .action(act(async (src: string, o: { stopOnError?: boolean }) => runBatch(src, { ...globals(), ...o })));
+
+  const metric = program.command("metric").description("numeric observations");
+  metric
+    .command("record <input>")
+    .description('{"name","value","unit"?,"project"?,"plan_id"?,"step_id"?}')
+    .action(flow("record-metric"));
+
+  const project = program
+    .command("project")
+    .description("registered projects (their plans close through an agent review)");
+  project
+    .command("add <name>")
+    .description("register a project")
+    .option("--repo <path>", "git repository whose plans belong to the project")
+    .action(act(async (name: string, o: { repo?: string }) => projectAdd(name, { ...globals(), ...o })));
+  project
+    .command("list")
+    .option("--json", "machine-readable output")
+    .action(act(async (o: { json?: boolean }) => projectList({ ...globals(), ...o })));
+
+  program
+    .command("events")
+    .description("the append-only event log")
+    .option("--since <id>", "only events after this id")
+    .option("--plan <plan_id>", "only events of this plan")
+    .option("--limit <n>", "at most n events before following (default 1000)")
+    .option("--follow", "keep printing new events until interrupted")
+    .option("--timeout <seconds>", "with --follow: stop after this many seconds")
+    .option("--json", "one JSON object per line")
+    .action(
+      act(async (o: Record<string, string | boolean | undefined>) =>
+        events({ ...globals(), ...(o as object) }),
+      ),
+    );
+
+  return program;
+}
+
+/** Runs the CLI with `argv` (as `process.argv`) and returns the exit status. */
+export async function main(argv: readonly string[] = process.argv): Promise<number> {
+  let status = 0;
+  const program = build((n) => {
+    status = n;
+  });
+  try {
+    await program.parseAsync([...argv]);
+    return status;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      if (
+        e.code === "commander.helpDisplayed" ||
+        e.code === "commander.version" ||
+        e.code === "commander.help"
+      )
+        return 0;
+      if (e.code === "commander.executeSubCommandAsync") return 1;
+      return 2;
+    }
+    const re = toRatchetError(e);
+    if (re.code === ErrorCode.Internal)
+      err(`ratchet: internal error: ${re.message}\n${(e as Error).stack ?? ""}`);
+    else err(`ratchet: ${re.message}`);
+    return re.exitStatus;
+  }
+}
+
+export { RatchetError };

@@ -1,0 +1,178 @@
+/** Read commands: plan show/list, events, project list. `--json` prints machine-readable output. */
+import { watch } from "node:fs";
+import { ErrorCode, RatchetError } from "../core/index.js";
+import { renderPlan, showPlan } from "../ledger/index.js";
+import type { EventRow } from "../store/index.js";
+import { type GlobalOptions, withContext } from "./context.js";
+import { out } from "./io.js";
+
+export async function planShow(
+  planId: string,
+  opts: GlobalOptions & { step?: string; full?: boolean; json?: boolean },
+): Promise<number> {
+  return withContext(opts, (ctx) => {
+    const view = showPlan(ctx.store, ctx.blobs, planId, {
+      ...(opts.step ? { step: opts.step } : {}),
+      full: Boolean(opts.full),
+    });
+    out(opts.json ? JSON.stringify(view, null, 2) : renderPlan(view, { logs: true }));
+    return 0;
+  });
+}
+
+export async function planList(
+  opts: GlobalOptions & { status?: string; limit?: string; json?: boolean },
+): Promise<number> {
+  const limit = opts.limit === undefined ? 50 : Number(opts.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
+    throw new RatchetError(
+      ErrorCode.Usage,
+      `--limit must be an integer from 1 to 10000 (got ${opts.limit})`,
+      { field: "limit" },
+    );
+  }
+  const status = opts.status?.toUpperCase();
+  if (status && !["IN_PROGRESS", "COMPLETED", "FAILED", "ABANDONED"].includes(status)) {
+    throw new RatchetError(
+      ErrorCode.Usage,
+      `--status must be one of IN_PROGRESS, COMPLETED, FAILED, ABANDONED (got ${opts.status})`,
+      { field: "status" },
+    );
+  }
+  return withContext(opts, (ctx) => {
+    const plans = ctx.store.listPlans({ ...(status ? { status } : {}), limit });
+    if (opts.json) out(JSON.stringify(plans, null, 2));
+    else if (plans.length === 0) out("no plans");
+    else
+      for (const p of plans)
+        out(
+          `${p.plan_id}  ${p.status}  ${p.created_at}${p.project ? `  project=${p.project}` : ""}  ${p.goal.split("\n")[0]}`,
+        );
+    return 0;
+  });
+}
+
+function renderEvent(e: EventRow): string {
+  return `#${e.id} ${e.at} ${e.type} ${e.entity_kind}:${e.entity_id} ${e.payload}`;
+}
+
+export async function events(
+  opts: GlobalOptions & {
+    since?: string;
+    follow?: boolean;
+    json?: boolean;
+    plan?: string;
+    limit?: string;
+    timeout?: string;
+  },
+): Promise<number> {
+  let since = opts.since === undefined ? 0 : Number(opts.since);
+  if (!Number.isInteger(since) || since < 0)
+    throw new RatchetError(ErrorCode.Usage, `--since must be an event id (got ${opts.since})`, {
+      field: "since",
+    });
+  const limit = opts.limit === undefined ? 1000 : Number(opts.limit);
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new RatchetError(ErrorCode.Usage, `--limit must be a positive integer (got ${opts.limit})`, {
+      field: "limit",
+    });
+  return withContext(opts, async (ctx) => {
+    const print = (rows: EventRow[]) => {
+      for (const e of rows) {
+        out(opts.json ? JSON.stringify({ ...e, payload: JSON.parse(e.payload) }) : renderEvent(e));
+        since = e.id;
+      }
+    };
+    const q = { ...(opts.plan ? { planId: opts.plan } : {}) };
+    print(ctx.store.listEvents({ ...q, since, limit }));
+    if (!opts.follow) return 0;
+    const timeoutMs = opts.timeout === undefined ? 0 : Number(opts.timeout) * 1000;
+    await new Promise<void>((resolveFollow) => {
+      let pending = false;
+      const drain = () => {
+        pending = false;
+        print(ctx.store.listEvents({ ...q, since, limit: 1000 }));
+      };
+      const kick = () => {
+        if (!pending) {
+          pending = true;
+          setTimeout(drain, 20);
+        }
+      };
+      // Wake on changes of the WAL file; a slow timer covers file systems without notifications.
+      let watcher: ReturnType<typeof watch> | undefined;
+      try {
+        watcher = watch(ctx.workspace.dir, kick);
+      } catch {
+        watcher = undefined;
+      }
+      const timer = setInterval(kick, 1000);
+      const stop = () => {
+        clearInterval(timer);
+        watcher?.close();
+        process.off("SIGINT", stop);
+        process.off("SIGTERM", stop);
+        resolveFollow();
+      };
+      process.on("SIGINT", stop);
+      process.on("SIGTERM", stop);
+      if (timeoutMs > 0) setTimeout(stop, timeoutMs).unref();
+    });
+    return 0;
+  });
+}
+
+export async function projectAdd(name: string, opts: GlobalOptions & { repo?: string }): Promise<number> {
+  const { resolve } = await import("node:path");
+  const { realpathSync, existsSync } = await import("node:fs");
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name)) {
+    throw new RatchetError(
+      ErrorCode.Usage,
+      `project name ${JSON.stringify(name)} must be letters, digits, '.', '_' or '-' (at most 100)`,
+      { field: "name" },
+    );
+  }
+  let repo: string | null = null;
+  if (opts.repo !== undefined) {
+    const abs = resolve(opts.repo);
+    if (!existsSync(abs))
+      throw new RatchetError(ErrorCode.InvalidValue, `--repo ${opts.repo}: no such folder`, {
+        field: "repo",
+      });
+    repo = realpathSync(abs);
+  }
+  return withContext(opts, (ctx) => {
+    ctx.store.tx(() => {
+      if (ctx.store.getProject(name))
+        throw new RatchetError(ErrorCode.InvalidValue, `project ${name} is already registered`, {
+          field: "name",
+        });
+      if (repo && ctx.store.projectForRepo(repo))
+        throw new RatchetError(
+          ErrorCode.InvalidValue,
+          `repository ${repo} already belongs to project ${ctx.store.projectForRepo(repo)?.name}`,
+          { field: "repo" },
+        );
+      ctx.store.addProject({ name, repo_path: repo, created_at: new Date().toISOString() });
+      ctx.store.appendEvent({
+        entityKind: "project",
+        entityId: name,
+        type: "project.added",
+        payload: { repo_path: repo },
+      });
+    });
+    out(JSON.stringify({ name, repo_path: repo }, null, 2));
+    out(JSON.stringify({ ok: true, op: "project-add", name, repo_path: repo }));
+    return 0;
+  });
+}
+
+export async function projectList(opts: GlobalOptions & { json?: boolean }): Promise<number> {
+  return withContext(opts, (ctx) => {
+    const rows = ctx.store.listProjects();
+    if (opts.json) out(JSON.stringify(rows, null, 2));
+    else if (rows.length === 0) out("no projects");
+    else for (const p of rows) out(`${p.name}${p.repo_path ? `  ${p.repo_path}` : ""}`);
+    return 0;
+  });
+}

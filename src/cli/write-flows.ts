@@ -1,0 +1,134 @@
+/** The write-flow commands: read the JSON input, apply the op, print the result and the tail marker. */
+import { hostname } from "node:os";
+import { RatchetError, toRatchetError } from "../core/index.js";
+import { killAllRunning } from "../exec/index.js";
+import { applyOp, errorMarker, OP_NAMES, type Op } from "../ledger/index.js";
+import { type GlobalOptions, withContext } from "./context.js";
+import { err, out, parseJsonInput, parseJsonOrYaml, readInputText } from "./io.js";
+
+/** Reads `source` (path or `-`), applies `op`, prints result + marker; returns the exit status. */
+export async function runWriteFlow(
+  op: Op,
+  source: string | undefined,
+  opts: GlobalOptions,
+  extra: { allowEmpty?: boolean } = {},
+): Promise<number> {
+  let raw: unknown;
+  try {
+    if (source === undefined) {
+      if (!extra.allowEmpty)
+        throw new RatchetError("usage", `${op}: missing input (a JSON file path, or - for stdin)`, {
+          field: "input",
+        });
+      raw = {};
+    } else {
+      const text = readInputText(source);
+      raw = op === "publish-plan" ? await parseJsonOrYaml(text, source) : parseJsonInput(text, source);
+    }
+  } catch (e) {
+    return reportError(op, toRatchetError(e));
+  }
+  try {
+    return await withContext(opts, async (ctx) => {
+      const controller = new AbortController();
+      const onSignal = (sig: NodeJS.Signals) => {
+        err(`ratchet: ${sig} received: cancelling ${op}`);
+        controller.abort();
+      };
+      const isRun = op === "run-step";
+      if (isRun) {
+        process.on("SIGINT", onSignal);
+        process.on("SIGTERM", onSignal);
+      }
+      try {
+        const outcome = await applyOp(ctx.ledger, op, raw, {
+          cwd: process.cwd(),
+          run: {
+            signal: controller.signal,
+            tmpDir: ctx.workspace.dir,
+            onOutput: (chunk) => process.stderr.write(chunk),
+          },
+        });
+        if (!outcome.ok && outcome.error) return reportError(op, outcome.error);
+        out(JSON.stringify(outcome.result, null, 2));
+        out(JSON.stringify(outcome.marker));
+        return outcome.exitStatus;
+      } finally {
+        if (isRun) {
+          process.off("SIGINT", onSignal);
+          process.off("SIGTERM", onSignal);
+          await killAllRunning();
+        }
+      }
+    });
+  } catch (e) {
+    return reportError(op, toRatchetError(e));
+  }
+}
+
+export function reportError(op: string, e: RatchetError): number {
+  err(`ratchet: ${op}: ${e.message}`);
+  out(JSON.stringify(errorMarker(op, e)));
+  return e.exitStatus;
+}
+
+/** `ratchet step apply <ops.jsonl|->`: many write flows in one process, one result line per op. */
+export async function runBatch(
+  source: string,
+  opts: GlobalOptions & { stopOnError?: boolean },
+): Promise<number> {
+  let text: string;
+  try {
+    text = readInputText(source);
+  } catch (e) {
+    return reportError("apply", toRatchetError(e));
+  }
+  return withContext(opts, async (ctx) => {
+    let status = 0;
+    let applied = 0;
+    let failed = 0;
+    const lines = text.split(/\r?\n/);
+    for (let i = 0; i < lines.length; i++) {
+      const line = (lines[i] ?? "").trim();
+      if (!line || line.startsWith("#")) continue;
+      let marker: Record<string, unknown>;
+      let lineStatus = 0;
+      try {
+        const parsed = parseJsonInput(line, `${source === "-" ? "stdin" : source} line ${i + 1}`);
+        if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+          throw new RatchetError(
+            "schema_violation",
+            `line ${i + 1}: must be a JSON object with an "op" field`,
+            { field: "op" },
+          );
+        }
+        const { op, ...input } = parsed as Record<string, unknown>;
+        if (typeof op !== "string" || !(OP_NAMES as string[]).includes(op)) {
+          throw new RatchetError(
+            "schema_violation",
+            `line ${i + 1}: field \`op\` must be one of ${OP_NAMES.join(", ")} (got ${JSON.stringify(op)})`,
+            { field: "op" },
+          );
+        }
+        const outcome = await applyOp(ctx.ledger, op as Op, input, {
+          cwd: process.cwd(),
+          run: { tmpDir: ctx.workspace.dir },
+        });
+        marker = outcome.ok ? { ...outcome.marker } : outcome.marker;
+        lineStatus = outcome.ok ? 0 : outcome.exitStatus;
+      } catch (e) {
+        const re = toRatchetError(e);
+        marker = errorMarker("apply", re);
+        lineStatus = re.exitStatus;
+      }
+      out(JSON.stringify({ line: i + 1, ...marker }));
+      if (lineStatus !== 0 || marker.ok === false) {
+        failed++;
+        if (status === 0) status = lineStatus || 1;
+        if (opts.stopOnError) break;
+      } else applied++;
+    }
+    out(JSON.stringify({ ok: failed === 0, op: "apply", applied, failed, host: hostname() }));
+    return status;
+  });
+}

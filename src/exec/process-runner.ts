@@ -1,0 +1,308 @@
+/**
+ * The one place Ratchet spawns processes. Event-driven (no polling): the run settles when the
+ * direct child has exited and its stdout/stderr have closed, or a bounded grace after the exit.
+ * See ARCHITECTURE.md for the lifecycle and the kill ladder.
+ */
+
+import { type ChildProcess, spawn } from "node:child_process";
+import { closeSync, openSync, writeSync } from "node:fs";
+import { HeadTailCapture } from "./capture.js";
+import { POST_KILL_WAIT_MS, STREAM_CLOSE_GRACE_MS } from "./limits.js";
+import {
+  type LiveGroup,
+  reapLeftovers,
+  registerGroup,
+  signalGroup,
+  unregisterGroup,
+} from "./process-group.js";
+import {
+  type CompiledRunRequest,
+  checkCwd,
+  compileRunRequest,
+  describeSpawnError,
+  emptyResult,
+  errnoCode,
+  messageOf,
+  type SpawnError,
+} from "./run-request.js";
+import type { ProcessRunner, RunRequest, RunResult } from "./types.js";
+
+/** Appends all of `chunk` to `fd`. */
+function writeAll(fd: number, chunk: Uint8Array): void {
+  let at = 0;
+  while (at < chunk.length) at += writeSync(fd, chunk, at, chunk.length - at);
+}
+
+/**
+ * Runs one process to completion. Resolves for every process-level outcome — success, non-zero
+ * exit, signal, timeout, cancellation, spawn failure — and rejects only on programming errors.
+ *
+ * @throws RatchetError `invalid_value` (as a rejection) when a request field is malformed; or
+ *   whatever `onOutput` threw.
+ */
+export function runProcess(req: RunRequest): Promise<RunResult> {
+  let c: CompiledRunRequest;
+  try {
+    c = compileRunRequest(req);
+  } catch (err) {
+    return Promise.reject(err);
+  }
+  const started = performance.now();
+  const elapsed = () => performance.now() - started;
+
+  if (c.signal?.aborted) return Promise.resolve(emptyResult(elapsed(), { cancelled: true }));
+  const cwdError = c.cwd === undefined ? undefined : checkCwd(c.cwd);
+  if (cwdError) return Promise.resolve(emptyResult(elapsed(), { spawnError: cwdError }));
+
+  let fd: number | undefined;
+  if (c.combinedFile !== undefined) {
+    try {
+      fd = openSync(c.combinedFile, "a");
+    } catch (err) {
+      const spawnError = {
+        code: errnoCode(err) ?? "UNKNOWN",
+        message: `cannot open combinedFile ${c.combinedFile}: ${messageOf(err)}`,
+      };
+      return Promise.resolve(emptyResult(elapsed(), { spawnError }));
+    }
+  }
+
+  let child: ChildProcess;
+  try {
+    child = spawn(c.command, c.args, {
+      cwd: c.cwd,
+      env: c.env,
+      detached: true,
+      stdio: [c.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+      windowsHide: true,
+    });
+  } catch (err) {
+    if (fd !== undefined) closeSync(fd);
+    const code = errnoCode(err);
+    // Errno failures (E2BIG, EPERM, …) are the process's; ERR_* argument errors are our bugs.
+    if (code === undefined || code.startsWith("ERR_")) return Promise.reject(err);
+    return Promise.resolve(emptyResult(elapsed(), { spawnError: describeSpawnError(err, c) }));
+  }
+  return supervise(child, c, fd, started);
+}
+
+/** Watches a spawned child until it settles. */
+function supervise(
+  child: ChildProcess,
+  c: CompiledRunRequest,
+  fileFd: number | undefined,
+  started: number,
+): Promise<RunResult> {
+  const captures = {
+    stdout: new HeadTailCapture(c.maxCaptureBytes),
+    stderr: new HeadTailCapture(c.maxCaptureBytes),
+    combined: new HeadTailCapture(c.maxCaptureBytes),
+  };
+  const pid = child.pid;
+  let fd = fileFd;
+  let combinedFileError: string | undefined;
+  let spawnError: SpawnError | undefined;
+  let exitCode: number | null = null;
+  let exitSignal: NodeJS.Signals | null = null;
+  let exited = false;
+  let done = false;
+  let timedOut = false;
+  let cancelled = false;
+  let killStage: 0 | 1 | 2 = 0; // none, SIGTERM sent, SIGKILL sent
+  let callbackFailure: { error: unknown } | undefined;
+  let streamsHeldOpen = false; // the child exited but something in its group kept the pipes open
+  let openStreams = 2;
+  let timeoutTimer: NodeJS.Timeout | undefined;
+  let killTimer: NodeJS.Timeout | undefined;
+  let postKillTimer: NodeJS.Timeout | undefined;
+  let streamGraceTimer: NodeJS.Timeout | undefined;
+  let settle!: (r: RunResult) => void;
+  let fail!: (err: unknown) => void;
+  let markSettled!: () => void;
+  const result = new Promise<RunResult>((resolve, reject) => {
+    settle = resolve;
+    fail = reject;
+  });
+  const settled = new Promise<void>((resolve) => {
+    markSettled = resolve;
+  });
+
+  const sendSignal = (sig: NodeJS.Signals): void => {
+    if (pid === undefined) return;
+    // The group may not exist yet or any more; the direct child can still be signalled.
+    if (!signalGroup(pid, sig) && !exited) child.kill(sig);
+  };
+  const escalate = (): void => {
+    if (done || killStage === 2) return;
+    killStage = 2;
+    sendSignal("SIGKILL");
+    postKillTimer = setTimeout(finish, POST_KILL_WAIT_MS);
+  };
+  const terminate = (graceMs: number): void => {
+    if (done) return;
+    if (killStage === 0) {
+      killStage = 1;
+      sendSignal("SIGTERM");
+      if (graceMs > 0) killTimer = setTimeout(escalate, graceMs);
+    }
+    if (graceMs === 0) escalate();
+  };
+  const onAbort = (): void => {
+    if (exited || done) return;
+    cancelled = true;
+    terminate(c.killGraceMs);
+  };
+
+  const group: LiveGroup = {
+    pgid: pid ?? -1,
+    shutdown: (graceMs) => {
+      if (!exited) {
+        cancelled = true;
+        terminate(graceMs ?? c.killGraceMs);
+      } else {
+        // Already exited, only waiting for grandchildren to close the pipes: stop waiting.
+        killStage = 2;
+        sendSignal("SIGKILL");
+        finish();
+      }
+      return settled;
+    },
+    killNow: () => {
+      if (pid !== undefined) signalGroup(pid, "SIGKILL");
+    },
+  };
+
+  function finish(): void {
+    if (done) return;
+    done = true;
+    for (const t of [timeoutTimer, killTimer, postKillTimer, streamGraceTimer]) if (t) clearTimeout(t);
+    c.signal?.removeEventListener("abort", onAbort);
+    unregisterGroup(group);
+    child.stdin?.destroy();
+    child.stdout?.destroy();
+    child.stderr?.destroy();
+    if (pid !== undefined) {
+      if (killStage === 2) signalGroup(pid, "SIGKILL");
+      else if (killStage === 1 || streamsHeldOpen || c.killGroupOnExit) {
+        reapLeftovers(pid, c.killGraceMs, killStage === 1);
+      }
+    }
+    if (fd !== undefined) {
+      try {
+        closeSync(fd);
+      } catch (err) {
+        combinedFileError ??= messageOf(err);
+      }
+    }
+    markSettled();
+    if (callbackFailure) {
+      fail(callbackFailure.error);
+      return;
+    }
+    const out = captures.stdout.snapshot();
+    const err = captures.stderr.snapshot();
+    const all = captures.combined.snapshot();
+    const r: RunResult = {
+      exitCode,
+      signal: exitSignal,
+      stdout: out.text,
+      stderr: err.text,
+      combined: all.text,
+      stdoutBytes: out.totalBytes,
+      stderrBytes: err.totalBytes,
+      combinedBytes: all.totalBytes,
+      truncated: out.truncated || err.truncated || all.truncated,
+      omittedBytes: { stdout: out.omittedBytes, stderr: err.omittedBytes, combined: all.omittedBytes },
+      durationMs: performance.now() - started,
+      timedOut,
+      cancelled,
+    };
+    if (spawnError) r.spawnError = spawnError;
+    if (combinedFileError !== undefined) r.combinedFileError = combinedFileError;
+    if (pid !== undefined) r.pid = pid;
+    settle(r);
+  }
+
+  const onData = (stream: "stdout" | "stderr") => (chunk: Buffer) => {
+    captures[stream].push(chunk);
+    captures.combined.push(chunk);
+    if (fd !== undefined) {
+      try {
+        writeAll(fd, chunk);
+      } catch (err) {
+        combinedFileError = `writing combinedFile ${c.combinedFile}: ${messageOf(err)}`;
+        try {
+          closeSync(fd);
+        } catch {
+          // already reported the write failure
+        }
+        fd = undefined;
+      }
+    }
+    if (c.onOutput && !callbackFailure) {
+      try {
+        c.onOutput(chunk, stream);
+      } catch (error) {
+        callbackFailure = { error };
+        terminate(c.killGraceMs);
+        if (exited) finish();
+      }
+    }
+  };
+  const onStreamClose = (): void => {
+    openStreams--;
+    if (exited && openStreams === 0) finish();
+  };
+  for (const stream of ["stdout", "stderr"] as const) {
+    const s = child[stream];
+    if (!s) {
+      openStreams--;
+      continue;
+    }
+    s.on("data", onData(stream));
+    s.on("close", onStreamClose);
+    s.on("error", () => {}); // a read error ends the stream; `close` follows
+  }
+
+  child.on("error", (err) => {
+    // Before a pid exists this is a spawn failure (ENOENT, EACCES, …). Later errors come from
+    // kill() on a dead process and change nothing.
+    if (pid !== undefined || done) return;
+    spawnError = describeSpawnError(err, c);
+    finish();
+  });
+  child.on("exit", (code, sig) => {
+    if (done) return;
+    exited = true;
+    exitCode = code;
+    exitSignal = sig;
+    if (timeoutTimer) clearTimeout(timeoutTimer);
+    if (openStreams === 0 || callbackFailure) {
+      finish();
+      return;
+    }
+    // Grandchildren may hold the pipes open: wait a little, then stop reading and kill the group.
+    streamGraceTimer = setTimeout(() => {
+      streamsHeldOpen = true;
+      finish();
+    }, STREAM_CLOSE_GRACE_MS);
+  });
+
+  if (pid !== undefined) {
+    registerGroup(group);
+    if (c.stdin !== undefined && child.stdin) {
+      child.stdin.on("error", () => {}); // EPIPE when the child does not read its stdin
+      child.stdin.end(c.stdin);
+    }
+    timeoutTimer = setTimeout(() => {
+      if (exited || done) return;
+      timedOut = true;
+      terminate(c.killGraceMs);
+    }, c.timeoutMs);
+    c.signal?.addEventListener("abort", onAbort, { once: true });
+  }
+  return result;
+}
+
+/** The real {@link ProcessRunner}: spawns processes with {@link runProcess}. */
+export const realProcessRunner: ProcessRunner = { run: runProcess };

@@ -1,0 +1,142 @@
+/**
+ * `run-step`: start the step, run the command through `exec/` while renewing the lease, cut the
+ * combined output once (8 KiB head + marker + 8 KiB tail) for the row and keep the whole output as
+ * a blob, add the `--- exit_code=N, runtime=Ns ---` footer, then complete or fail the step — and
+ * report the command's own exit status.
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  DEFAULT_LEASE_SECONDS,
+  DEFAULT_STEP_RUN_TIMEOUT_SECONDS,
+  headTail,
+  LOG_HEAD_BYTES,
+  LOG_TAIL_BYTES,
+} from "../core/index.js";
+import { buildEnv, type ProcessRunner, type RunResult, realProcessRunner } from "../exec/index.js";
+import type { RunInput } from "./inputs.js";
+import type { Ledger } from "./ledger.js";
+import { parseMetricLines } from "./metrics.js";
+
+export interface RunStepOptions {
+  runner?: ProcessRunner;
+  signal?: AbortSignal;
+  /** Folder for the temporary full-output file (default: the OS temp folder). */
+  tmpDir?: string;
+  /** Live output (the CLI streams it to stderr so the caller sees progress). */
+  onOutput?: (chunk: Buffer) => void;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Exit status reported for a command that could not be started (as a shell does). */
+export const EXIT_NOT_STARTED = 127;
+/** Exit status reported for a command killed at its time limit (as `timeout(1)` does). */
+export const EXIT_TIMED_OUT = 124;
+/** Exit status reported for a cancelled command (128 + SIGINT). */
+export const EXIT_CANCELLED = 130;
+
+const SIGNAL_NUMBERS: Record<string, number> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGKILL: 9,
+  SIGTERM: 15,
+  SIGSEGV: 11,
+  SIGABRT: 6,
+  SIGPIPE: 13,
+};
+
+export function exitStatusOf(r: RunResult): number {
+  if (r.spawnError) return EXIT_NOT_STARTED;
+  if (r.timedOut) return EXIT_TIMED_OUT;
+  if (r.cancelled) return EXIT_CANCELLED;
+  if (r.exitCode !== null) return r.exitCode;
+  return 128 + (r.signal ? (SIGNAL_NUMBERS[r.signal] ?? 0) : 0);
+}
+
+export async function runStep(ledger: Ledger, input: RunInput, opts: RunStepOptions = {}) {
+  const leaseSeconds = input.lease_seconds ?? DEFAULT_LEASE_SECONDS;
+  ledger.startForRun(input.step_id, input.type, input.command, leaseSeconds);
+
+  // Renew the lease while the command runs, well before it expires.
+  const renewEveryMs = Math.max(250, Math.floor((leaseSeconds * 1000) / 3));
+  const timer = setInterval(() => {
+    try {
+      ledger.heartbeat({ step_id: input.step_id, lease_seconds: leaseSeconds });
+    } catch {
+      // A failed renewal (e.g. the step was swept) is reported by the completion below.
+    }
+  }, renewEveryMs);
+  timer.unref();
+
+  const dir = mkdtempSync(join(opts.tmpDir ?? tmpdir(), "ratchet-run-"));
+  const fullFile = join(dir, "combined.out");
+  const started = Date.now();
+  let result: RunResult;
+  try {
+    result = await (opts.runner ?? realProcessRunner).run({
+      command: "bash",
+      args: ["-c", input.command],
+      cwd: input.cwd ?? process.cwd(),
+      env: buildEnv({ inherit: "all", base: opts.env ?? process.env }),
+      timeoutMs: (input.timeout_seconds ?? DEFAULT_STEP_RUN_TIMEOUT_SECONDS) * 1000,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      combinedFile: fullFile,
+      ...(opts.onOutput ? { onOutput: (chunk: Buffer) => opts.onOutput?.(chunk) } : {}),
+    });
+  } finally {
+    clearInterval(timer);
+  }
+  let full: string;
+  try {
+    full = readFileSync(fullFile, "utf8");
+  } catch {
+    full = result.combined;
+  }
+  rmSync(dir, { recursive: true, force: true });
+
+  const exitCode = exitStatusOf(result);
+  const runtimeS = ((result.durationMs || Date.now() - started) / 1000).toFixed(2);
+  let note = "";
+  if (result.spawnError) note = `[run-step] could not start the command: ${result.spawnError.message}\n`;
+  else if (result.timedOut)
+    note = `[run-step] killed after the ${input.timeout_seconds ?? DEFAULT_STEP_RUN_TIMEOUT_SECONDS}s time limit\n`;
+  else if (result.cancelled) note = "[run-step] cancelled\n";
+  const cut = headTail(full, LOG_HEAD_BYTES, LOG_TAIL_BYTES);
+  const footer = `${full === "" || full.endsWith("\n") ? "" : "\n"}--- exit_code=${exitCode}, runtime=${runtimeS}s ---`;
+  const display = note + cut.text + footer;
+  const log = { kind: "run", text: display, ...(cut.truncated ? { full: note + full + footer } : {}) };
+
+  const succeeded =
+    exitCode === 0 ||
+    (input.allow_nonzero === true && !result.spawnError && !result.timedOut && !result.cancelled);
+  const metrics = input.metrics_from_stdout ? parseMetricLines(result.stdout) : [];
+  const rollup = ledger.store.tx(() => {
+    for (const m of metrics) ledger.recordMetricInTx({ ...m, step_id: input.step_id });
+    if (succeeded) {
+      return ledger.complete(
+        { step_id: input.step_id, ...(input.summary !== undefined ? { summary: input.summary } : {}) },
+        { viaRun: true, exitCode, log },
+      );
+    }
+    const reason = result.spawnError
+      ? `command could not start: ${result.spawnError.message}`
+      : result.timedOut
+        ? `command timed out after ${input.timeout_seconds ?? DEFAULT_STEP_RUN_TIMEOUT_SECONDS}s`
+        : result.cancelled
+          ? "command cancelled"
+          : `command exited with ${exitCode}`;
+    return ledger.fail({ step_id: input.step_id, reason }, { exitCode, log });
+  });
+  return {
+    ...rollup,
+    exit_code: exitCode,
+    runtime_s: Number(runtimeS),
+    truncated: cut.truncated,
+    output_bytes: cut.totalBytes,
+    metrics_recorded: metrics.length,
+    timed_out: result.timedOut,
+    cancelled: result.cancelled,
+  };
+}

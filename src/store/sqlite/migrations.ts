@@ -1,0 +1,134 @@
+/**
+ * Numbered migrations, applied in order on open. A landed migration is never edited: add a new one.
+ * `schema_migrations` records which ids were applied.
+ */
+
+export interface Migration {
+  id: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    id: 1,
+    name: "ledger",
+    sql: `
+CREATE TABLE projects (
+  name        TEXT PRIMARY KEY,
+  repo_path   TEXT,
+  created_at  TEXT NOT NULL
+);
+CREATE UNIQUE INDEX projects_repo ON projects(repo_path) WHERE repo_path IS NOT NULL;
+
+CREATE TABLE plans (
+  plan_id         TEXT PRIMARY KEY,
+  goal            TEXT NOT NULL,
+  kind            TEXT NOT NULL DEFAULT 'plan',
+  project         TEXT,
+  project_source  TEXT,
+  status          TEXT NOT NULL,
+  revision_count  INTEGER NOT NULL DEFAULT 0,
+  max_revisions   INTEGER NOT NULL,
+  source_cwd      TEXT,
+  created_at      TEXT NOT NULL,
+  updated_at      TEXT NOT NULL,
+  finished_at     TEXT
+);
+CREATE INDEX plans_status ON plans(status, created_at);
+CREATE INDEX plans_created ON plans(created_at);
+
+CREATE TABLE steps (
+  step_id           TEXT PRIMARY KEY,
+  plan_id           TEXT NOT NULL REFERENCES plans(plan_id),
+  parent_step_id    TEXT REFERENCES steps(step_id),
+  seq               INTEGER NOT NULL,
+  role              TEXT NOT NULL,
+  depth             INTEGER NOT NULL,
+  title             TEXT NOT NULL,
+  description       TEXT,
+  type              TEXT NOT NULL,
+  status            TEXT NOT NULL,
+  summary           TEXT,
+  agent_input       TEXT,
+  agent_output      TEXT,
+  failure_reason    TEXT,
+  exit_code         INTEGER,
+  tokens            INTEGER NOT NULL DEFAULT 0,
+  duration_ms       INTEGER,
+  lease_holder      TEXT,
+  lease_expires_at  INTEGER,
+  heartbeat_at      TEXT,
+  started_at        TEXT,
+  finished_at       TEXT,
+  created_at        TEXT NOT NULL,
+  updated_at        TEXT NOT NULL
+);
+CREATE INDEX steps_plan ON steps(plan_id, status);
+CREATE INDEX steps_parent ON steps(parent_step_id);
+CREATE INDEX steps_lease ON steps(status, lease_expires_at);
+
+CREATE TABLE step_logs (
+  id         INTEGER PRIMARY KEY,
+  step_id    TEXT NOT NULL REFERENCES steps(step_id),
+  plan_id    TEXT NOT NULL,
+  at         TEXT NOT NULL,
+  kind       TEXT NOT NULL,
+  text       TEXT NOT NULL,
+  bytes      INTEGER NOT NULL,
+  truncated  INTEGER NOT NULL DEFAULT 0,
+  blob       TEXT
+);
+CREATE INDEX step_logs_step ON step_logs(step_id, id);
+
+CREATE TABLE deviations (
+  id              INTEGER PRIMARY KEY,
+  plan_id         TEXT NOT NULL REFERENCES plans(plan_id),
+  kind            TEXT NOT NULL,
+  parent_step_id  TEXT,
+  justification   TEXT NOT NULL,
+  sub_step_ids    TEXT,
+  old_max         INTEGER,
+  new_max         INTEGER,
+  created_at      TEXT NOT NULL
+);
+CREATE INDEX deviations_plan ON deviations(plan_id, id);
+
+CREATE TABLE skills (
+  id          INTEGER PRIMARY KEY,
+  plan_id     TEXT NOT NULL REFERENCES plans(plan_id),
+  step_id     TEXT,
+  name        TEXT NOT NULL,
+  source      TEXT NOT NULL,
+  reason      TEXT,
+  created_at  TEXT NOT NULL
+);
+CREATE INDEX skills_plan ON skills(plan_id, id);
+
+CREATE TABLE metrics (
+  id          INTEGER PRIMARY KEY,
+  name        TEXT NOT NULL,
+  value       REAL NOT NULL,
+  unit        TEXT,
+  project     TEXT,
+  plan_id     TEXT,
+  step_id     TEXT,
+  created_at  TEXT NOT NULL
+);
+CREATE INDEX metrics_plan ON metrics(plan_id, id);
+CREATE INDEX metrics_name ON metrics(name, id);
+
+CREATE TABLE events (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  at           TEXT NOT NULL,
+  entity_kind  TEXT NOT NULL,
+  entity_id    TEXT NOT NULL,
+  plan_id      TEXT,
+  type         TEXT NOT NULL,
+  payload      TEXT NOT NULL
+);
+CREATE INDEX events_plan ON events(plan_id, id);
+CREATE INDEX events_entity ON events(entity_kind, entity_id, id);
+`,
+  },
+];

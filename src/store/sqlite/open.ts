@@ -1,0 +1,66 @@
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import Database from "better-sqlite3";
+import { ErrorCode, RatchetError, SQLITE_BUSY_TIMEOUT_MS } from "../../core/index.js";
+import { MIGRATIONS, type Migration } from "./migrations.js";
+
+export type SqliteDb = Database.Database;
+
+/**
+ * Opens (creating when asked) a SQLite database in WAL mode with a busy timeout, and applies every
+ * pending migration inside one `BEGIN IMMEDIATE` transaction.
+ */
+export function openSqlite(
+  path: string,
+  opts: { create?: boolean; migrations?: readonly Migration[] } = {},
+): SqliteDb {
+  if (opts.create) mkdirSync(dirname(path), { recursive: true });
+  let db: SqliteDb;
+  try {
+    db = new Database(path, { fileMustExist: !opts.create });
+  } catch (err) {
+    throw new RatchetError(
+      ErrorCode.WorkspaceNotFound,
+      `cannot open database ${path}: ${(err as Error).message}`,
+      { path },
+      { cause: err },
+    );
+  }
+  db.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL");
+  db.pragma("foreign_keys = ON");
+  migrate(db, opts.migrations ?? MIGRATIONS);
+  return db;
+}
+
+/** Applies the migrations not yet recorded. Safe when several processes open the store at once. */
+export function migrate(db: SqliteDb, migrations: readonly Migration[]): number[] {
+  db.exec(
+    "CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+  );
+  const applied = new Set(
+    (db.prepare("SELECT id FROM schema_migrations").all() as { id: number }[]).map((r) => r.id),
+  );
+  const pending = migrations.filter((m) => !applied.has(m.id));
+  if (pending.length === 0) return [];
+  const done: number[] = [];
+  const run = db.transaction(() => {
+    // Re-read inside the write lock: another process may have migrated meanwhile.
+    const now = new Set(
+      (db.prepare("SELECT id FROM schema_migrations").all() as { id: number }[]).map((r) => r.id),
+    );
+    for (const m of migrations) {
+      if (now.has(m.id)) continue;
+      db.exec(m.sql);
+      db.prepare("INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, ?, ?)").run(
+        m.id,
+        m.name,
+        new Date().toISOString(),
+      );
+      done.push(m.id);
+    }
+  });
+  run.immediate();
+  return done;
+}

@@ -1,0 +1,290 @@
+import type { Statement } from "better-sqlite3";
+import { ErrorCode, RatchetError } from "../../core/index.js";
+import type {
+  DeviationRow,
+  EventQuery,
+  EventRow,
+  MetricRow,
+  NewEvent,
+  PlanPatch,
+  PlanQuery,
+  PlanRow,
+  ProjectRow,
+  SkillRow,
+  StepLogRow,
+  StepPatch,
+  StepRow,
+  Store,
+} from "../types.js";
+import { openSqlite, type SqliteDb } from "./open.js";
+
+const PLAN_COLUMNS = [
+  "plan_id",
+  "goal",
+  "kind",
+  "project",
+  "project_source",
+  "status",
+  "revision_count",
+  "max_revisions",
+  "source_cwd",
+  "created_at",
+  "updated_at",
+  "finished_at",
+] as const;
+
+const STEP_COLUMNS = [
+  "step_id",
+  "plan_id",
+  "parent_step_id",
+  "seq",
+  "role",
+  "depth",
+  "title",
+  "description",
+  "type",
+  "status",
+  "summary",
+  "agent_input",
+  "agent_output",
+  "failure_reason",
+  "exit_code",
+  "tokens",
+  "duration_ms",
+  "lease_holder",
+  "lease_expires_at",
+  "heartbeat_at",
+  "started_at",
+  "finished_at",
+  "created_at",
+  "updated_at",
+] as const;
+
+function insertSql(table: string, columns: readonly string[]): string {
+  return `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((c) => `@${c}`).join(", ")})`;
+}
+
+/** The SQLite implementation of {@link Store} (better-sqlite3, WAL, `BEGIN IMMEDIATE`). */
+export class SqliteStore implements Store {
+  readonly db: SqliteDb;
+  readonly #stmts = new Map<string, Statement>();
+  readonly #now: () => string;
+
+  constructor(db: SqliteDb, now: () => string = () => new Date().toISOString()) {
+    this.db = db;
+    this.#now = now;
+  }
+
+  /** Opens the store at `path` (creating it when `create`). */
+  static open(path: string, opts: { create?: boolean } = {}): SqliteStore {
+    return new SqliteStore(openSqlite(path, opts));
+  }
+
+  #stmt(sql: string): Statement {
+    let s = this.#stmts.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.#stmts.set(sql, s);
+    }
+    return s;
+  }
+
+  /** One compiled transaction wrapper, reused: `db.transaction()` per call costs more than the write. */
+  readonly #txRunner = (fn: () => unknown) => fn();
+  #tx?: ReturnType<SqliteDb["transaction"]>;
+
+  tx<T>(fn: () => T): T {
+    if (this.db.inTransaction) return fn();
+    this.#tx ??= this.db.transaction(this.#txRunner);
+    return this.#tx.immediate(fn) as T;
+  }
+
+  #requireTx(what: string): void {
+    if (!this.db.inTransaction) {
+      throw new RatchetError(ErrorCode.Internal, `${what} must run inside a store transaction`);
+    }
+  }
+
+  appendEvent(e: NewEvent): number {
+    this.#requireTx("appendEvent");
+    const r = this.#stmt(
+      "INSERT INTO events (at, entity_kind, entity_id, plan_id, type, payload) VALUES (?, ?, ?, ?, ?, ?)",
+    ).run(this.#now(), e.entityKind, e.entityId, e.planId ?? null, e.type, JSON.stringify(e.payload ?? {}));
+    return Number(r.lastInsertRowid);
+  }
+
+  listEvents(q: EventQuery): EventRow[] {
+    const where: string[] = ["id > @since"];
+    if (q.planId) where.push("plan_id = @planId");
+    if (q.entityKind) where.push("entity_kind = @entityKind");
+    if (q.entityId) where.push("entity_id = @entityId");
+    const sql = `SELECT * FROM events WHERE ${where.join(" AND ")} ORDER BY id LIMIT @limit`;
+    return this.#stmt(sql).all({
+      since: q.since ?? 0,
+      planId: q.planId,
+      entityKind: q.entityKind,
+      entityId: q.entityId,
+      limit: q.limit ?? 1000,
+    }) as EventRow[];
+  }
+
+  lastEventId(): number {
+    const r = this.#stmt("SELECT COALESCE(MAX(id), 0) AS id FROM events").get() as { id: number };
+    return r.id;
+  }
+
+  insertPlan(p: PlanRow): void {
+    this.#requireTx("insertPlan");
+    this.#stmt(insertSql("plans", PLAN_COLUMNS)).run(p);
+  }
+
+  getPlan(planId: string): PlanRow | undefined {
+    return this.#stmt("SELECT * FROM plans WHERE plan_id = ?").get(planId) as PlanRow | undefined;
+  }
+
+  #update(table: string, key: string, id: string, patch: Record<string, unknown>): void {
+    this.#requireTx(`update ${table}`);
+    const cols = Object.keys(patch).filter((k) => patch[k] !== undefined);
+    if (cols.length === 0) return;
+    const sql = `UPDATE ${table} SET ${cols.map((c) => `${c} = @${c}`).join(", ")} WHERE ${key} = @__id`;
+    const params: Record<string, unknown> = { __id: id };
+    for (const c of cols) params[c] = patch[c];
+    const r = this.#stmt(sql).run(params);
+    if (r.changes !== 1)
+      throw new RatchetError(ErrorCode.Internal, `update of ${table} ${id} changed ${r.changes} rows`);
+  }
+
+  updatePlan(planId: string, patch: PlanPatch): void {
+    this.#update("plans", "plan_id", planId, { ...patch, updated_at: patch.updated_at ?? this.#now() });
+  }
+
+  listPlans(q: PlanQuery): PlanRow[] {
+    const where: string[] = [];
+    if (q.status) where.push("status = @status");
+    if (q.kind) where.push("kind = @kind");
+    if (q.before) where.push("(created_at < @bc OR (created_at = @bc AND plan_id < @bp))");
+    const sql = `SELECT * FROM plans ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, plan_id DESC LIMIT @limit`;
+    return this.#stmt(sql).all({
+      status: q.status,
+      kind: q.kind,
+      bc: q.before?.created_at,
+      bp: q.before?.plan_id,
+      limit: q.limit ?? 50,
+    }) as PlanRow[];
+  }
+
+  insertStep(s: StepRow): void {
+    this.#requireTx("insertStep");
+    this.#stmt(insertSql("steps", STEP_COLUMNS)).run(s);
+  }
+
+  getStep(stepId: string): StepRow | undefined {
+    return this.#stmt("SELECT * FROM steps WHERE step_id = ?").get(stepId) as StepRow | undefined;
+  }
+
+  updateStep(stepId: string, patch: StepPatch): void {
+    this.#update("steps", "step_id", stepId, { ...patch, updated_at: patch.updated_at ?? this.#now() });
+  }
+
+  stepsOfPlan(planId: string): StepRow[] {
+    return this.#stmt("SELECT * FROM steps WHERE plan_id = ? ORDER BY depth, seq").all(planId) as StepRow[];
+  }
+
+  childrenOf(stepId: string): StepRow[] {
+    return this.#stmt("SELECT * FROM steps WHERE parent_step_id = ? ORDER BY seq").all(stepId) as StepRow[];
+  }
+
+  countOpenSteps(planId: string): number {
+    const r = this.#stmt(
+      "SELECT COUNT(*) AS n FROM steps WHERE plan_id = ? AND role = 'regular' AND status IN ('PENDING', 'IN_PROGRESS', 'NEEDS_REVIEW')",
+    ).get(planId) as { n: number };
+    return r.n;
+  }
+
+  expiredLeases(nowMs: number, planId?: string): StepRow[] {
+    const sql = planId
+      ? "SELECT * FROM steps WHERE status = 'IN_PROGRESS' AND lease_expires_at IS NOT NULL AND lease_expires_at < ? AND plan_id = ? ORDER BY lease_expires_at"
+      : "SELECT * FROM steps WHERE status = 'IN_PROGRESS' AND lease_expires_at IS NOT NULL AND lease_expires_at < ? ORDER BY lease_expires_at";
+    return (planId ? this.#stmt(sql).all(nowMs, planId) : this.#stmt(sql).all(nowMs)) as StepRow[];
+  }
+
+  insertLog(l: Omit<StepLogRow, "id">): number {
+    this.#requireTx("insertLog");
+    const r = this.#stmt(
+      "INSERT INTO step_logs (step_id, plan_id, at, kind, text, bytes, truncated, blob) VALUES (@step_id, @plan_id, @at, @kind, @text, @bytes, @truncated, @blob)",
+    ).run(l);
+    return Number(r.lastInsertRowid);
+  }
+
+  logsOfStep(stepId: string): StepLogRow[] {
+    return this.#stmt("SELECT * FROM step_logs WHERE step_id = ? ORDER BY id").all(stepId) as StepLogRow[];
+  }
+
+  logsOfPlan(planId: string): StepLogRow[] {
+    return this.#stmt("SELECT * FROM step_logs WHERE plan_id = ? ORDER BY id").all(planId) as StepLogRow[];
+  }
+
+  insertDeviation(d: Omit<DeviationRow, "id">): number {
+    this.#requireTx("insertDeviation");
+    const r = this.#stmt(
+      "INSERT INTO deviations (plan_id, kind, parent_step_id, justification, sub_step_ids, old_max, new_max, created_at) VALUES (@plan_id, @kind, @parent_step_id, @justification, @sub_step_ids, @old_max, @new_max, @created_at)",
+    ).run(d);
+    return Number(r.lastInsertRowid);
+  }
+
+  deviationsOfPlan(planId: string): DeviationRow[] {
+    return this.#stmt("SELECT * FROM deviations WHERE plan_id = ? ORDER BY id").all(planId) as DeviationRow[];
+  }
+
+  insertSkill(s: Omit<SkillRow, "id">): number {
+    this.#requireTx("insertSkill");
+    const r = this.#stmt(
+      "INSERT INTO skills (plan_id, step_id, name, source, reason, created_at) VALUES (@plan_id, @step_id, @name, @source, @reason, @created_at)",
+    ).run(s);
+    return Number(r.lastInsertRowid);
+  }
+
+  skillsOfPlan(planId: string): SkillRow[] {
+    return this.#stmt("SELECT * FROM skills WHERE plan_id = ? ORDER BY id").all(planId) as SkillRow[];
+  }
+
+  insertMetric(m: Omit<MetricRow, "id">): number {
+    this.#requireTx("insertMetric");
+    const r = this.#stmt(
+      "INSERT INTO metrics (name, value, unit, project, plan_id, step_id, created_at) VALUES (@name, @value, @unit, @project, @plan_id, @step_id, @created_at)",
+    ).run(m);
+    return Number(r.lastInsertRowid);
+  }
+
+  metricsOfPlan(planId: string): MetricRow[] {
+    return this.#stmt("SELECT * FROM metrics WHERE plan_id = ? ORDER BY id").all(planId) as MetricRow[];
+  }
+
+  addProject(p: ProjectRow): void {
+    this.#requireTx("addProject");
+    this.#stmt(
+      "INSERT INTO projects (name, repo_path, created_at) VALUES (@name, @repo_path, @created_at)",
+    ).run(p);
+  }
+
+  getProject(name: string): ProjectRow | undefined {
+    return this.#stmt("SELECT * FROM projects WHERE name = ?").get(name) as ProjectRow | undefined;
+  }
+
+  projectForRepo(repoPath: string): ProjectRow | undefined {
+    return this.#stmt("SELECT * FROM projects WHERE repo_path = ?").get(repoPath) as ProjectRow | undefined;
+  }
+
+  listProjects(): ProjectRow[] {
+    return this.#stmt("SELECT * FROM projects ORDER BY name").all() as ProjectRow[];
+  }
+
+  integrityCheck(): string {
+    const rows = this.db.pragma("integrity_check") as { integrity_check: string }[];
+    return rows.map((r) => r.integrity_check).join("\n");
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}
