@@ -6,11 +6,12 @@
 //  (c) per-op cost of `ratchet step apply` with 10,000 ops divided by one CLI process per op.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BIN, fmt, median, report, tempDir, timeProcess } from "./lib.mjs";
-import { ROOT } from "./lib.mjs";
+import { BIN, fmt, median, ROOT, report, tempDir, timeProcess } from "./lib.mjs";
 
 const { Ledger } = await import(join(ROOT, "dist", "ledger", "index.js"));
-const { BlobStore, SqliteStore, initWorkspace, openSqlite } = await import(join(ROOT, "dist", "store", "index.js"));
+const { BlobStore, SqliteStore, initWorkspace, openSqlite } = await import(
+  join(ROOT, "dist", "store", "index.js")
+);
 
 const quick = process.env.BENCH_QUICK === "1";
 const LIFECYCLES = quick ? 2000 : 20000;
@@ -28,7 +29,10 @@ function ledgerIn(dir) {
 const a = ledgerIn(tempDir("a"));
 const plans = [];
 for (let i = 0; i < LIFECYCLES / STEPS_PER_PLAN; i++) {
-  const p = a.ledger.publish({ goal: `bench plan ${i}`, steps: Array.from({ length: STEPS_PER_PLAN }, (_, j) => ({ title: `s${j}`, type: "THINKING" })) });
+  const p = a.ledger.publish({
+    goal: `bench plan ${i}`,
+    steps: Array.from({ length: STEPS_PER_PLAN }, (_, j) => ({ title: `s${j}`, type: "THINKING" })),
+  });
   plans.push(p.step_ids.slice(0, STEPS_PER_PLAN));
 }
 let t = performance.now();
@@ -43,7 +47,9 @@ const lifecyclesPerSec = LIFECYCLES / (ledgerMs / 1000);
 
 // Baseline: the bare SQL of the same two transactions.
 const bdb = openSqlite(join(tempDir("a0"), "base.db"), { create: true, migrations: [] });
-bdb.exec("CREATE TABLE s (id INTEGER PRIMARY KEY, status TEXT, updated TEXT); CREATE TABLE e (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT, payload TEXT)");
+bdb.exec(
+  "CREATE TABLE s (id INTEGER PRIMARY KEY, status TEXT, updated TEXT); CREATE TABLE e (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT, payload TEXT)",
+);
 const ins = bdb.prepare("INSERT INTO s (id, status, updated) VALUES (?, 'PENDING', ?)");
 for (let i = 0; i < LIFECYCLES; i++) ins.run(i, "");
 const up = bdb.prepare("UPDATE s SET status = ?, updated = ? WHERE id = ?");
@@ -62,7 +68,10 @@ const barePerSec = LIFECYCLES / (bareMs / 1000);
 
 // (b) one CLI write vs node -e 0, interleaved so load affects both alike.
 const b = ledgerIn(tempDir("b"));
-const bp = b.ledger.publish({ goal: "cli bench", steps: Array.from({ length: CLI_RUNS * 2 }, (_, j) => ({ title: `s${j}`, type: "THINKING" })) });
+const bp = b.ledger.publish({
+  goal: "cli bench",
+  steps: Array.from({ length: CLI_RUNS * 2 }, (_, j) => ({ title: `s${j}`, type: "THINKING" })),
+});
 b.store.close();
 const bDir = b.ws.root;
 const inputs = bp.step_ids.slice(0, CLI_RUNS).map((id, i) => {
@@ -85,7 +94,10 @@ const cliMedian = median(cliTimes);
 const c = ledgerIn(tempDir("c"));
 const lines = [];
 for (let i = 0; i < APPLY_OPS / 2 / STEPS_PER_PLAN; i++) {
-  const p = c.ledger.publish({ goal: `apply ${i}`, steps: Array.from({ length: STEPS_PER_PLAN }, (_, j) => ({ title: `s${j}`, type: "THINKING" })) });
+  const p = c.ledger.publish({
+    goal: `apply ${i}`,
+    steps: Array.from({ length: STEPS_PER_PLAN }, (_, j) => ({ title: `s${j}`, type: "THINKING" })),
+  });
   for (const id of p.step_ids.slice(0, STEPS_PER_PLAN)) {
     lines.push(JSON.stringify({ op: "start-step", step_id: id }));
     lines.push(JSON.stringify({ op: "complete-step", step_id: id }));
@@ -94,7 +106,10 @@ for (let i = 0; i < APPLY_OPS / 2 / STEPS_PER_PLAN; i++) {
 c.store.close();
 const opsFile = join(c.ws.root, "ops.jsonl");
 writeFileSync(opsFile, `${lines.join("\n")}\n`);
-const applyMs = timeProcess([BIN, "step", "apply", opsFile], { cwd: c.ws.root, maxBuffer: 256 * 1024 * 1024 });
+const applyMs = timeProcess([BIN, "step", "apply", opsFile], {
+  cwd: c.ws.root,
+  maxBuffer: 256 * 1024 * 1024,
+});
 const applyPerOp = applyMs / lines.length;
 
 report("ledger", {
@@ -112,4 +127,6 @@ report("ledger", {
   "(c) apply per-op / CLI per-op": applyPerOp / cliMedian,
   "(c) target ≤ 0.01": applyPerOp / cliMedian <= 0.01 ? "met" : "MISSED",
 });
-console.log(`\nsamples: ${CLI_RUNS} CLI runs, ${LIFECYCLES} lifecycles; ratio (b) ${fmt(cliMedian / nodeMedian)}`);
+console.log(
+  `\nsamples: ${CLI_RUNS} CLI runs, ${LIFECYCLES} lifecycles; ratio (b) ${fmt(cliMedian / nodeMedian)}`,
+);

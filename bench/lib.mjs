@@ -36,8 +36,12 @@ export function fmt(n, digits = 2) {
 /** Prints a result block and stores it in bench/results/<name>.json. */
 export function report(name, figures) {
   console.log(`\n## ${name}`);
-  for (const [k, v] of Object.entries(figures)) console.log(`  ${k.padEnd(48)} ${typeof v === "number" ? fmt(v, 3) : v}`);
+  for (const [k, v] of Object.entries(figures))
+    console.log(`  ${k.padEnd(48)} ${typeof v === "number" ? fmt(v, 3) : v}`);
   const dir = join(ROOT, "bench", "results");
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, `${name}.json`), `${JSON.stringify({ name, at: new Date().toISOString(), node: process.version, figures }, null, 2)}\n`);
+  writeFileSync(
+    join(dir, `${name}.json`),
+    `${JSON.stringify({ name, at: new Date().toISOString(), node: process.version, figures }, null, 2)}\n`,
+  );
 }

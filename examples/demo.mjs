@@ -45,7 +45,9 @@ try {
   ratchet(["project", "add", "demo"]);
 
   say("2. Publish a plan (YAML input): steps A, B, C and the review step");
-  const pub = ratchet(["plan", "publish", join(root, "examples", "plans", "demo-plan.yaml")], { quiet: true });
+  const pub = ratchet(["plan", "publish", join(root, "examples", "plans", "demo-plan.yaml")], {
+    quiet: true,
+  });
   const plan = pub.marker.plan_id;
   console.log(json(pub.marker));
   const A = `${plan}-A`;
@@ -97,17 +99,30 @@ try {
   });
 
   say("6. Non-shell work goes through start + complete; the last step triggers the roll-up");
-  ratchet(["step", "start", "-"], { input: json({ step_id: C, agent_input: "summarise the change" }), quiet: true });
+  ratchet(["step", "start", "-"], {
+    input: json({ step_id: C, agent_input: "summarise the change" }),
+    quiet: true,
+  });
   const last = ratchet(["step", "complete", "-"], {
-    input: json({ step_id: C, summary: "greet() returns 'Hello, <name>!'", log_context: "notes: one bug found by the test" }),
+    input: json({
+      step_id: C,
+      summary: "greet() returns 'Hello, <name>!'",
+      log_context: "notes: one bug found by the test",
+    }),
     quiet: true,
   });
   console.log(json(last.marker));
 
   say("7. The plan belongs to project `demo`: the review hand-off created a tracked child step");
   const child = last.marker.review_child_step_id;
-  ratchet(["step", "start", "-"], { input: json({ step_id: child, agent_input: "review plan against the project" }), quiet: true });
-  const done = ratchet(["step", "complete", "-"], { input: json({ step_id: child, summary: "review clean" }), quiet: true });
+  ratchet(["step", "start", "-"], {
+    input: json({ step_id: child, agent_input: "review plan against the project" }),
+    quiet: true,
+  });
+  const done = ratchet(["step", "complete", "-"], {
+    input: json({ step_id: child, summary: "review clean" }),
+    quiet: true,
+  });
   console.log(json(done.marker));
 
   say("8. Finishing again is refused: the plan is closed (exit 4, accepted:false, nothing written)");

@@ -8,6 +8,7 @@ declare -A NEED=(
   [git]=git
   [python3]=python3
   [bash]=bash
+  [bwrap]=bubblewrap
 )
 
 missing=()

@@ -74,7 +74,7 @@ const EXIT_STATUS: Record<ErrorCode, number> = {
 
 /** Maps an error code to the CLI exit status. Unknown codes are internal errors (1). */
 export function exitStatusFor(code: string): number {
-  return (EXIT_STATUS as Record<string, number>)[code] ?? 1;
+  return Object.hasOwn(EXIT_STATUS, code) ? (EXIT_STATUS as Record<string, number>)[code]! : 1;
 }
 
 /** Maps an error code to an HTTP status (used by the server). */

@@ -339,12 +339,14 @@ export class Ledger {
         }
       }
       const now = this.#now();
-      const base = planIdFor(input.goal, compactStamp(this.clock.now()));
+      // Redacted before slugging: a secret in the goal must not end up in every id of the plan.
+      const goal = this.redactor.redact(input.goal);
+      const base = planIdFor(goal, compactStamp(this.clock.now()));
       let planId = base;
       for (let n = 2; this.store.getPlan(planId); n++) planId = `${base}-${n}`;
       this.store.insertPlan({
         plan_id: planId,
-        goal: this.redactor.redact(input.goal),
+        goal,
         kind: ctx.kind ?? "plan",
         project,
         project_source: projectSource,
@@ -379,7 +381,7 @@ export class Ledger {
         entityId: planId,
         planId,
         type: "plan.published",
-        payload: { goal: input.goal, project, steps: steps.length, kind: ctx.kind ?? "plan" },
+        payload: { goal, project, steps: steps.length, kind: ctx.kind ?? "plan" },
       });
       return {
         plan_id: planId,
@@ -650,6 +652,8 @@ export class Ledger {
       const now = this.#now();
       const existing = this.store.childrenOf(parent.step_id);
       let seq = existing.reduce((m, s) => Math.max(m, s.seq), 0);
+      // `<plan>-REVIEW.1` is reserved for the tracked child of the hand-off.
+      if (parent.role === StepRole.Review) seq = Math.max(seq, 1);
       const ids: string[] = [];
       for (const s of input.sub_steps) {
         seq++;
@@ -894,6 +898,16 @@ export class Ledger {
           ErrorCode.IllegalTransition,
           `plan ${plan.plan_id}: review step is ${review?.status ?? "missing"}, not NEEDS_REVIEW; review-close only follows a needs_agent_review hand-off`,
           { planId: plan.plan_id, from: review?.status, to: "COMPLETED", breaker: "soft" },
+        );
+      }
+      const open = steps.filter(
+        (s) => s.role === StepRole.Regular && s.status !== StepStatus.Completed && s.status !== StepStatus.Failed,
+      );
+      if (input.outcome === "pass" && open.length > 0) {
+        throw new RatchetError(
+          ErrorCode.SoftBreaker,
+          `plan ${plan.plan_id} still has open steps (${open.map((s) => `${s.step_id} ${s.status}`).join(", ")}): close them before passing the review`,
+          { planId: plan.plan_id, breaker: "soft" },
         );
       }
       const to = input.outcome === "pass" ? StepStatus.Completed : StepStatus.Failed;

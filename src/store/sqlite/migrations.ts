@@ -64,9 +64,9 @@ CREATE TABLE steps (
   created_at        TEXT NOT NULL,
   updated_at        TEXT NOT NULL
 );
-CREATE INDEX steps_plan ON steps(plan_id, status);
+CREATE INDEX steps_plan ON steps(plan_id);
 CREATE INDEX steps_parent ON steps(parent_step_id);
-CREATE INDEX steps_lease ON steps(status, lease_expires_at);
+CREATE INDEX steps_lease ON steps(lease_expires_at) WHERE status = 'IN_PROGRESS';
 
 CREATE TABLE step_logs (
   id         INTEGER PRIMARY KEY,
@@ -129,6 +129,44 @@ CREATE TABLE events (
 );
 CREATE INDEX events_plan ON events(plan_id, id);
 CREATE INDEX events_entity ON events(entity_kind, entity_id, id);
+`,
+  },
+  {
+    id: 2,
+    name: "workflow_runs",
+    sql: `
+CREATE TABLE workflow_runs (
+  run_id         TEXT PRIMARY KEY,
+  workflow_id    TEXT NOT NULL,
+  workflow_path  TEXT NOT NULL,
+  plan_id        TEXT,
+  trigger        TEXT NOT NULL,
+  group_name     TEXT,
+  status         TEXT NOT NULL,
+  owner          TEXT NOT NULL,
+  started_at     TEXT NOT NULL,
+  finished_at    TEXT,
+  error          TEXT
+);
+CREATE INDEX workflow_runs_workflow ON workflow_runs(workflow_id, started_at);
+CREATE INDEX workflow_runs_status ON workflow_runs(status);
+
+CREATE TABLE workflow_step_runs (
+  run_id          TEXT NOT NULL REFERENCES workflow_runs(run_id),
+  step_id         TEXT NOT NULL,
+  ledger_step_id  TEXT,
+  mode            TEXT NOT NULL,
+  fast_path       INTEGER NOT NULL DEFAULT 0,
+  outcome         TEXT,
+  exit_code       INTEGER,
+  duration_ms     INTEGER,
+  tokens          INTEGER NOT NULL DEFAULT 0,
+  error           TEXT,
+  started_at      TEXT,
+  finished_at     TEXT,
+  PRIMARY KEY (run_id, step_id)
+);
+CREATE INDEX workflow_step_runs_step ON workflow_step_runs(step_id, outcome);
 `,
   },
 ];

@@ -1,0 +1,42 @@
+// The deterministic core does no I/O: these files import no `node:*` module, no driver, no
+// network, and never read the clock. Time and ids come in as arguments (STYLE.md rule 2).
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const PURE = [
+  "src/core/errors.ts",
+  "src/core/limits.ts",
+  "src/core/truncate.ts",
+  "src/core/redact.ts",
+  "src/core/schema.ts",
+  "src/ledger/states.ts",
+  "src/ledger/rollup.ts",
+  "src/ledger/ids.ts",
+  "src/ledger/metrics.ts",
+  "src/workflow/modes.ts",
+  "src/workflow/jsonpath.ts",
+];
+
+const FORBIDDEN: [RegExp, string][] = [
+  [/from\s+["']node:/, "imports a node: module"],
+  [/from\s+["'](fs|path|os|child_process|http|https|net|crypto)["']/, "imports a Node built-in"],
+  [/from\s+["']better-sqlite3["']/, "imports the SQLite driver"],
+  [/\bDate\.now\(/, "reads the clock"],
+  [/\bnew Date\(\)/, "reads the clock"],
+  [/\bfetch\(/, "uses the network"],
+  [/\bprocess\./, "reads the process"],
+  [/\bMath\.random\(/, "uses randomness"],
+];
+
+describe("pure modules do no I/O", () => {
+  for (const file of PURE) {
+    it(file, () => {
+      const path = join(process.cwd(), file);
+      if (!existsSync(path)) return; // a module not written yet has nothing to check
+      const text = readFileSync(path, "utf8");
+      const problems = FORBIDDEN.filter(([re]) => re.test(text)).map(([, why]) => why);
+      expect(problems, `${file} ${problems.join(", ")}`).toEqual([]);
+    });
+  }
+});
