@@ -55,7 +55,8 @@ export function parseJsonInput(text: string, source: string): unknown {
 export async function parseJsonOrYaml(text: string, source: string): Promise<unknown> {
   const trimmed = text.trimStart();
   const looksJson = trimmed.startsWith("{") || trimmed.startsWith("[");
-  if (looksJson && !/\.ya?ml$/i.test(source)) return parseJsonInput(text, source);
+  if (/\.json$/i.test(source) || (looksJson && !/\.ya?ml$/i.test(source)))
+    return parseJsonInput(text, source);
   const { parse } = await import("yaml");
   try {
     return parse(text);

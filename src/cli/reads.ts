@@ -88,16 +88,15 @@ export async function events(
     if (!opts.follow) return 0;
     const timeoutMs = opts.timeout === undefined ? 0 : Number(opts.timeout) * 1000;
     await new Promise<void>((resolveFollow) => {
-      let pending = false;
+      let pending: ReturnType<typeof setTimeout> | undefined;
+      let stopped = false;
       const drain = () => {
-        pending = false;
+        pending = undefined;
+        if (stopped) return;
         print(ctx.store.listEvents({ ...q, since, limit: 1000 }));
       };
       const kick = () => {
-        if (!pending) {
-          pending = true;
-          setTimeout(drain, 20);
-        }
+        if (!pending && !stopped) pending = setTimeout(drain, 20);
       };
       // Wake on changes of the WAL file; a slow timer covers file systems without notifications.
       let watcher: ReturnType<typeof watch> | undefined;
@@ -108,6 +107,9 @@ export async function events(
       }
       const timer = setInterval(kick, 1000);
       const stop = () => {
+        // The store closes once this resolves: a drain still queued must not touch it.
+        stopped = true;
+        if (pending) clearTimeout(pending);
         clearInterval(timer);
         watcher?.close();
         process.off("SIGINT", stop);

@@ -2,7 +2,7 @@
 import { hostname } from "node:os";
 import { RatchetError, toRatchetError } from "../core/index.js";
 import { killAllRunning } from "../exec/index.js";
-import { applyOp, errorMarker, OP_NAMES, type Op } from "../ledger/index.js";
+import { applyOp, cleanStaleRunDirs, errorMarker, OP_NAMES, type Op } from "../ledger/index.js";
 import { type GlobalOptions, withContext } from "./context.js";
 import { err, out, parseJsonInput, parseJsonOrYaml, readInputText } from "./io.js";
 
@@ -41,6 +41,7 @@ export async function runWriteFlow(
         process.on("SIGTERM", onSignal);
       }
       try {
+        if (op === "sweep") cleanStaleRunDirs(ctx.workspace.dir);
         const outcome = await applyOp(ctx.ledger, op, raw, {
           cwd: process.cwd(),
           run: {

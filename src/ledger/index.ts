@@ -29,7 +29,16 @@ export { renderPlan, showPlan, treeOrder } from "./reads.js";
 export type { RollupDecision, RollupStep } from "./rollup.js";
 export { isSound, rollUp } from "./rollup.js";
 export type { RunStepOptions } from "./run-step.js";
-export { EXIT_CANCELLED, EXIT_NOT_STARTED, EXIT_TIMED_OUT, exitStatusOf, runStep } from "./run-step.js";
+export {
+  cleanStaleRunDirs,
+  EXIT_CANCELLED,
+  EXIT_NOT_STARTED,
+  EXIT_TIMED_OUT,
+  exitStatusOf,
+  RUN_DIR_PREFIX,
+  redactingLineSink,
+  runStep,
+} from "./run-step.js";
 export {
   checkPlanMove,
   checkStepMove,

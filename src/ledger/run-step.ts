@@ -4,7 +4,7 @@
  * a blob, add the `--- exit_code=N, runtime=Ns ---` footer, then complete or fail the step — and
  * report the command's own exit status.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -24,7 +24,7 @@ export interface RunStepOptions {
   signal?: AbortSignal;
   /** Folder for the temporary full-output file (default: the OS temp folder). */
   tmpDir?: string;
-  /** Live output (the CLI streams it to stderr so the caller sees progress). */
+  /** Live output, secrets masked line by line (the CLI streams it to stderr so the caller sees progress). */
   onOutput?: (chunk: Buffer) => void;
   env?: NodeJS.ProcessEnv;
 }
@@ -46,6 +46,68 @@ const SIGNAL_NUMBERS: Record<string, number> = {
   SIGABRT: 6,
   SIGPIPE: 13,
 };
+
+/** Prefix of the temporary folders `step run` keeps the full output in while the command runs. */
+export const RUN_DIR_PREFIX = "ratchet-run-";
+
+/**
+ * Removes temporary output folders left by `step run` processes that died (e.g. `kill -9`): they
+ * hold the command's raw output. Returns the folders removed.
+ */
+export function cleanStaleRunDirs(dir: string): string[] {
+  const removed: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return removed;
+  }
+  for (const name of names) {
+    const m = /^ratchet-run-(\d+)-/.exec(name);
+    if (!m) continue;
+    const pid = Number(m[1]);
+    if (pid === process.pid || isAlive(pid)) continue;
+    rmSync(join(dir, name), { recursive: true, force: true });
+    removed.push(name);
+  }
+  return removed;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Wraps a live-output sink so secrets are masked before they are shown: text is passed on a whole
+ * line at a time (a secret split across two chunks is still caught), the rest on `flush()`.
+ */
+export function redactingLineSink(redact: (s: string) => string, sink: (text: string) => void) {
+  let pending = "";
+  return {
+    write(chunk: Buffer | string): void {
+      pending += chunk.toString();
+      const nl = pending.lastIndexOf("\n");
+      if (nl < 0) {
+        if (pending.length > 64 * 1024) {
+          sink(redact(pending));
+          pending = "";
+        }
+        return;
+      }
+      sink(redact(pending.slice(0, nl + 1)));
+      pending = pending.slice(nl + 1);
+    },
+    flush(): void {
+      if (pending) sink(redact(pending));
+      pending = "";
+    },
+  };
+}
 
 export function exitStatusOf(r: RunResult): number {
   if (r.spawnError) return EXIT_NOT_STARTED;
@@ -70,7 +132,15 @@ export async function runStep(ledger: Ledger, input: RunInput, opts: RunStepOpti
   }, renewEveryMs);
   timer.unref();
 
-  const dir = mkdtempSync(join(opts.tmpDir ?? tmpdir(), "ratchet-run-"));
+  const live = opts.onOutput
+    ? redactingLineSink(
+        (t) => ledger.redactor.redact(t),
+        (t) => opts.onOutput?.(Buffer.from(t)),
+      )
+    : undefined;
+  if (opts.tmpDir) cleanStaleRunDirs(opts.tmpDir);
+  // The folder name carries our pid so a later sweep can remove what a killed run left behind.
+  const dir = mkdtempSync(join(opts.tmpDir ?? tmpdir(), `${RUN_DIR_PREFIX}${process.pid}-`));
   const fullFile = join(dir, "combined.out");
   const started = Date.now();
   let result: RunResult;
@@ -83,10 +153,11 @@ export async function runStep(ledger: Ledger, input: RunInput, opts: RunStepOpti
       timeoutMs: (input.timeout_seconds ?? DEFAULT_STEP_RUN_TIMEOUT_SECONDS) * 1000,
       ...(opts.signal ? { signal: opts.signal } : {}),
       combinedFile: fullFile,
-      ...(opts.onOutput ? { onOutput: (chunk: Buffer) => opts.onOutput?.(chunk) } : {}),
+      ...(live ? { onOutput: (chunk: Buffer) => live.write(chunk) } : {}),
     });
   } finally {
     clearInterval(timer);
+    live?.flush();
   }
   let full: string;
   try {
@@ -95,6 +166,8 @@ export async function runStep(ledger: Ledger, input: RunInput, opts: RunStepOpti
     full = result.combined;
   }
   rmSync(dir, { recursive: true, force: true });
+  // Mask secrets before cutting: a secret straddling a cut would otherwise leave its pieces in the row.
+  full = ledger.redactor.redact(full);
 
   const exitCode = exitStatusOf(result);
   const runtimeS = ((result.durationMs || Date.now() - started) / 1000).toFixed(2);
