@@ -2,7 +2,7 @@
 // An offline tour of Ratchet in a temporary workspace. Every step is a real `ratchet` command,
 // printed before it runs. Run with `npm run demo`.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,9 +31,9 @@ function ratchet(args, { input, expect = [0], quiet = false } = {}) {
     process.exit(1);
   }
   try {
-    return { status: r.status, marker: JSON.parse(last) };
+    return { status: r.status, marker: JSON.parse(last), stdout: r.stdout };
   } catch {
-    return { status: r.status, marker: {} };
+    return { status: r.status, marker: {}, stdout: r.stdout };
   }
 }
 
@@ -133,6 +133,14 @@ try {
 
   say("10. The event log (one event per state change)");
   ratchet(["events", "--plan", plan]);
+
+  say("11. A learned workflow: every step runs its saved, reviewed main.py — no model, zero tokens");
+  cpSync(join(root, "examples", "workflows", "hello"), join(ws, "hello"), { recursive: true });
+  const hello = ratchet(["run", "hello", "--group", "french", "--var", "names=Ada,Grace"]);
+  const runId = /^run (run-\S+) of/m.exec(hello.stdout)?.[1];
+
+  say("12. The run is recorded: each step's mode, fast path, outcome, tokens (0), duration and exit code");
+  ratchet(["runs", "show", runId]);
 
   console.log(`\n${bold("Demo finished.")} Workspace: ${keep ? ws : "(removed; pass --keep to keep it)"}`);
 } finally {

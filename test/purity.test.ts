@@ -17,6 +17,16 @@ const PURE = [
   "src/workflow/modes.ts",
   "src/workflow/jsonpath.ts",
   "src/workflow/validation-checks.ts",
+  "src/workflow/order.ts",
+  "src/workflow/outcomes.ts",
+  "src/bridge/json-schema.ts",
+  "src/bridge/names.ts",
+  "src/bridge/mcp-result.ts",
+  "src/bridge/api-spec.ts",
+  "src/bridge/errors.ts",
+  "src/model/no-progress.ts",
+  "src/model/errors.ts",
+  "src/model/messages.ts",
 ];
 
 const FORBIDDEN: [RegExp, string][] = [

@@ -8,6 +8,7 @@ import type { Op } from "../ledger/index.js";
 import { initWorkspace, SqliteStore } from "../store/index.js";
 import { err, out } from "./io.js";
 import { events, planList, planShow, projectAdd, projectList } from "./reads.js";
+import { reviewCommand } from "./review-command.js";
 import { runBatch, runWriteFlow } from "./write-flows.js";
 
 const VERSION = "0.1.0";
@@ -171,7 +172,183 @@ function build(setStatus: (n: number) => void): Command {
       ),
     );
 
+  program
+    .command("review <script>")
+    .description("static review of a learned step script (main.py or main.mjs); exit 9 when a finding blocks")
+    .option("--declared <names>", "declared variables, comma-separated (default: every VAR_*/SECRET_* name)")
+    .option("--json", "machine-readable output")
+    .action(
+      act(async (script: string, o: { declared?: string; json?: boolean }) => reviewCommand(script, o)),
+    );
+
+  addRunCommands(program, act, globals);
+  addBridgeCommands(program, act, globals);
+
   return program;
+}
+
+type RunOpts = Parameters<typeof import("./run-commands.js").cmdRun>[1];
+type RunsListOpts = Parameters<typeof import("./run-commands.js").cmdRunsList>[0];
+type RunSavedOpts = Parameters<typeof import("./run-commands.js").cmdRunSaved>[2];
+
+/** Repeatable option values. */
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/**
+ * Workflows and runs (src/cli/run-commands.ts). Loaded on demand: the workflow schema pulls in zod,
+ * which would slow the start-up of every ledger write.
+ */
+function addRunCommands(
+  program: Command,
+  act: <A extends unknown[]>(fn: (...a: A) => Promise<number>) => (...a: A) => Promise<void>,
+  globals: () => { db?: string },
+): void {
+  const rc = () => import("./run-commands.js");
+  program
+    .command("run <workflow>")
+    .description(
+      "run a workflow: saved scripts of learn_code steps in dependency order, no model (exit 8 when a step fails)",
+    )
+    .option("--var <name=value>", "set a workflow variable (repeatable)", collect)
+    .option("--group <group>", "use a variable group of the workflow")
+    .option("--only <steps>", "only these steps (comma-separated, repeatable)", collect)
+    .option("--trigger <trigger>", "manual (default), schedule or webhook")
+    .option("--step-timeout <seconds>", "time limit of each script (default 600)")
+    .option("--json", "machine-readable output")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  ratchet run examples/workflows/hello --group french --var names=Ada,Grace\n  ratchet run flows/sales.yaml --only fetch-orders,build-report --json",
+    )
+    .action(act(async (wf: string, o: RunOpts) => (await rc()).cmdRun(wf, { ...globals(), ...o })));
+
+  const runs = program.command("runs").description("recorded workflow runs");
+  runs
+    .command("list")
+    .description("runs, newest first (marks runs whose owner process died as interrupted)")
+    .option("--workflow <id>", "only runs of this workflow id")
+    .option("--limit <n>", "at most n runs (default 50)")
+    .option("--json", "machine-readable output")
+    .action(act(async (o: RunsListOpts) => (await rc()).cmdRunsList({ ...globals(), ...o })));
+  runs
+    .command("show <run_id>")
+    .description("a run and each step's mode, fast path, outcome, tokens, duration, exit code and error")
+    .option("--json", "machine-readable output")
+    .action(
+      act(async (id: string, o: { json?: boolean }) => (await rc()).cmdRunsShow(id, { ...globals(), ...o })),
+    );
+
+  const workflow =
+    program.commands.find((c) => c.name() === "workflow") ??
+    program.command("workflow").description("workflow files, saved scripts and promotion");
+  workflow
+    .command("run-saved <workflow> <step_id>")
+    .description("run one learn_code step's saved script outside a full run (recorded as a one-step run)")
+    .option("--var <name=value>", "set a workflow variable (repeatable)", collect)
+    .option("--group <group>", "use a variable group of the workflow")
+    .option("--step-timeout <seconds>", "time limit of the script (default 600)")
+    .option("--json", "machine-readable output")
+    .action(
+      act(async (wf: string, step: string, o: RunSavedOpts) =>
+        (await rc()).cmdRunSaved(wf, step, { ...globals(), ...o }),
+      ),
+    );
+  workflow
+    .command("evidence <workflow>")
+    .description(
+      "promotion evidence of a step from the run tables: runs, successes, failures, groups covered",
+    )
+    .requiredOption("--step <step_id>", "the step")
+    .option("--json", "machine-readable output")
+    .action(
+      act(async (wf: string, o: { step: string; json?: boolean }) =>
+        (await rc()).cmdEvidence(wf, { ...globals(), ...o }),
+      ),
+    );
+  workflow
+    .command("config <workflow>")
+    .description(
+      "set a step's execution mode in the workflow file (promotion to learn_code needs 10 successful runs)",
+    )
+    .requiredOption("--step <step_id>", "the step")
+    .requiredOption("--mode <mode>", "learn_code, code_exec or direct")
+    .requiredOption("--reason <text>", "why (stored as declared_execution_mode_reason)")
+    .option("--force", "promote with less evidence (recorded as workflow.promoted forced:true)")
+    .addHelpText(
+      "after",
+      '\nExample:\n  ratchet workflow config flows/sales.yaml --step fetch-orders --mode learn_code --reason "fixed API sequence, 12 green runs"',
+    )
+    .option("--json", "machine-readable output")
+    .action(
+      act(
+        async (
+          wf: string,
+          o: { step: string; mode: string; reason: string; force?: boolean; json?: boolean },
+        ) => (await rc()).cmdConfig(wf, { ...globals(), ...o }),
+      ),
+    );
+
+  program
+    .command("doctor")
+    .description(
+      "check node, python3, git and bwrap, and the write protection scripts get (exit 8 when python3 or git is missing)",
+    )
+    .option("--json", "machine-readable output")
+    .action(act(async (o: { json?: boolean }) => (await rc()).cmdDoctor(o)));
+}
+
+/**
+ * The tool bridge and tools (src/cli/bridge-commands.ts). Loaded on demand: hono and the MCP SDK
+ * would slow the start-up of every other command.
+ */
+function addBridgeCommands(
+  program: Command,
+  act: <A extends unknown[]>(fn: (...a: A) => Promise<number>) => (...a: A) => Promise<void>,
+  globals: () => { db?: string },
+): void {
+  const bc = () => import("./bridge-commands.js");
+  const configHelp = "config file with mcpServers and customTools (default: .ratchet/config.json)";
+  program
+    .command("bridge")
+    .description("the tool bridge scripts reach MCP servers and custom tools through")
+    .command("serve")
+    .description('serve a tool bridge on 127.0.0.1 until SIGINT/SIGTERM; prints {"url","port"}')
+    .option("--port <n>", "port to listen on (default 0: an ephemeral port)")
+    .option("--print-token", "print the bearer token in the JSON line (default: once on stderr)")
+    .option("--config <path>", configHelp)
+    .option(
+      "--allow <tools>",
+      "only these tools, comma-separated (mcp:server/tool, mcp:server/*, custom:tool)",
+    )
+    .option("--quiet", "no request log on stderr")
+    .action(
+      act(
+        async (o: {
+          port?: string;
+          printToken?: boolean;
+          config?: string;
+          allow?: string;
+          quiet?: boolean;
+        }) => (await bc()).bridgeServe({ ...globals(), ...o }),
+      ),
+    );
+  const tools = program.command("tools").description("MCP servers and custom tools of the workspace");
+  tools
+    .command("list")
+    .description("every custom tool and every MCP server's tools (starts the servers; exit 8 if one fails)")
+    .option("--config <path>", configHelp)
+    .option("--json", "machine-readable output")
+    .action(
+      act(async (o: { config?: string; json?: boolean }) => (await bc()).toolsList({ ...globals(), ...o })),
+    );
+  tools
+    .command("spec <names...>")
+    .description("the get_api_spec text of tools (server/tool, mcp:server/tool, server/*, custom_tool)")
+    .option("--config <path>", configHelp)
+    .action(
+      act(async (names: string[], o: { config?: string }) =>
+        (await bc()).toolsSpec(names, { ...globals(), ...o }),
+      ),
+    );
 }
 
 /** Runs the CLI with `argv` (as `process.argv`) and returns the exit status. */

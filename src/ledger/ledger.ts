@@ -330,7 +330,9 @@ export class Ledger {
         }
         project = input.project;
         projectSource = "declared";
-      } else {
+      } else if ((ctx.kind ?? "plan") === "plan") {
+        // Only agent-published plans join a project by location; a run recorded by Ratchet
+        // itself (workflow_run, …) closes on its own roll-up, never through an agent review.
         const repo = gitRoot(cwd);
         const found = repo ? this.store.projectForRepo(repo) : undefined;
         if (found) {
@@ -901,7 +903,8 @@ export class Ledger {
         );
       }
       const open = steps.filter(
-        (s) => s.role === StepRole.Regular && s.status !== StepStatus.Completed && s.status !== StepStatus.Failed,
+        (s) =>
+          s.role === StepRole.Regular && s.status !== StepStatus.Completed && s.status !== StepStatus.Failed,
       );
       if (input.outcome === "pass" && open.length > 0) {
         throw new RatchetError(

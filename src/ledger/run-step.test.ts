@@ -7,7 +7,10 @@ import { cleanStaleRunDirs, redactingLineSink } from "./run-step.js";
 describe("redactingLineSink", () => {
   it("masks a secret split across chunks and passes whole lines", () => {
     const shown: string[] = [];
-    const sink = redactingLineSink((t) => t.replaceAll("s3cr3t-value", "[REDACTED]"), (t) => shown.push(t));
+    const sink = redactingLineSink(
+      (t) => t.replaceAll("s3cr3t-value", "[REDACTED]"),
+      (t) => shown.push(t),
+    );
     sink.write("token: s3cr");
     sink.write("3t-value\nnext ");
     sink.write(Buffer.from("line s3cr3t-value"));

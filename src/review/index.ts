@@ -1,0 +1,21 @@
+/**
+ * `review/`: static review of learned step scripts (`main.py` via tree-sitter, `main.mjs` via
+ * acorn). Structured findings with fixes; a lint before the fast path, not the security boundary
+ * (run-time write scope is). See ARCHITECTURE.md and docs/review.md.
+ */
+
+export { formatReport } from "./format.js";
+export { MAX_SCRIPT_BYTES } from "./limits.js";
+export { countLines, reviewScript } from "./review.js";
+export { languageOf, reviewFile } from "./review-file.js";
+export type { RuleInfo } from "./rules/catalog.js";
+export { RULES } from "./rules/catalog.js";
+export type {
+  Finding,
+  ReviewFileOptions,
+  ReviewOptions,
+  ReviewReport,
+  RuleId,
+  ScriptLanguage,
+  Severity,
+} from "./types.js";

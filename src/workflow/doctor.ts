@@ -1,0 +1,69 @@
+/**
+ * `ratchet doctor`: the tools runs need and the write protection this machine gives scripts.
+ * Required: python3 (learned scripts) and git (the runner). Optional: bwrap (write scope for Python).
+ */
+import { buildEnv, type ProcessRunner, realProcessRunner } from "../exec/index.js";
+import { PROBE_TIMEOUT_MS } from "./run-limits.js";
+import { detectSandbox, findExecutable, type SandboxInfo } from "./sandbox.js";
+
+export interface ToolReport {
+  name: string;
+  required: boolean;
+  found: boolean;
+  path: string | null;
+  version: string | null;
+  /** What it is for, or what is missing. */
+  note: string;
+}
+
+export interface DoctorReport {
+  ok: boolean;
+  tools: ToolReport[];
+  write_protection: SandboxInfo;
+}
+
+async function tool(
+  name: string,
+  versionArgs: string[],
+  required: boolean,
+  note: string,
+  env: NodeJS.ProcessEnv,
+  runner: ProcessRunner,
+): Promise<ToolReport> {
+  const path = findExecutable(name, env.PATH);
+  if (!path)
+    return { name, required, found: false, path: null, version: null, note: `not found on PATH: ${note}` };
+  const r = await runner.run({
+    command: path,
+    args: versionArgs,
+    env: buildEnv({ inherit: "minimal", base: env }),
+    timeoutMs: PROBE_TIMEOUT_MS,
+    maxCaptureBytes: 64 * 1024,
+  });
+  const version = (r.stdout.trim() || r.stderr.trim()).split("\n")[0] ?? null;
+  return { name, required, found: r.exitCode === 0, path, version: version || null, note };
+}
+
+/** Checks the tools and probes the sandboxes. */
+export async function doctor(
+  opts: { env?: NodeJS.ProcessEnv; runner?: ProcessRunner } = {},
+): Promise<DoctorReport> {
+  const env = opts.env ?? process.env;
+  const runner = opts.runner ?? realProcessRunner;
+  const node: ToolReport = {
+    name: "node",
+    required: true,
+    found: true,
+    path: process.execPath,
+    version: process.version,
+    note: "runs Ratchet and learned main.mjs scripts",
+  };
+  const tools = [
+    node,
+    await tool("python3", ["--version"], true, "runs learned main.py scripts", env, runner),
+    await tool("git", ["--version"], true, "the runner's worktrees", env, runner),
+    await tool("bwrap", ["--version"], false, "bubblewrap: write scope for Python scripts", env, runner),
+  ];
+  const write_protection = await detectSandbox({ env, runner, refresh: true });
+  return { ok: tools.every((t) => !t.required || t.found), tools, write_protection };
+}

@@ -1,0 +1,330 @@
+/**
+ * The fast path of one learned step in a run: static review → a fresh `code/` copy of the saved
+ * folder (plus the tool bridge's script helper) → a clean output folder → the saved script through
+ * `exec/` under write protection, with the run's tool bridge → output validation →
+ * `script_metadata.json`. No model is ever called, and nothing under `learnings/` is written except
+ * `script_metadata.json`.
+ *
+ * Outcomes (types.ts `StepOutcome`): `passed`, `script_failed`, `validation_failed`,
+ * `execution_and_validation_failed` (all recorded against the script); `missing_script`,
+ * `review_blocked` (the script did not run); `harness_failed` (the process could not be started —
+ * python3 missing, bubblewrap failing, the tool bridge not starting — or the run was cancelled:
+ * nothing is recorded against the script).
+ */
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { helperFiles, JAVASCRIPT_HELPER_FILE, PYTHON_HELPER_FILE } from "../bridge/helper-files.js";
+import { type Clock, type Redactor, systemClock } from "../core/index.js";
+import { buildEnv, type ProcessRunner, type RunResult, realProcessRunner } from "../exec/index.js";
+import { type ReviewReport, reviewScript } from "../review/index.js";
+import { learningsDir, savedScript, stepCodeDir, stepOutputDir, workflowHome } from "./layout.js";
+import { recordScriptRun, SCRIPT_METADATA_FILE } from "./metadata.js";
+import { classifyScriptRun, describeScriptFailure, type FailureReason } from "./outcomes.js";
+import { ERROR_MAX_ISSUES, ERROR_TAIL_BYTES, STEP_MAX_CAPTURE_BYTES } from "./run-limits.js";
+import { findExecutable, isBwrapSetupFailure, type SandboxInfo, wrapCommand } from "./sandbox.js";
+import { StepOutcome, type ValidationResult, type Workflow, type WorkflowStep } from "./types.js";
+import { validateOutputs } from "./validation.js";
+
+/** The tool bridge a script may call: its address and token (`MCP_API_URL`, `MCP_API_TOKEN`). */
+export interface BridgeEndpoint {
+  url: string;
+  token: string;
+}
+
+/** Starts the run's tool bridge on first use and gives its endpoint; rejects when it cannot start. */
+export type BridgeProvider = () => Promise<BridgeEndpoint>;
+
+export interface LearnedStepInput {
+  workflow: Workflow;
+  step: WorkflowStep;
+  runId: string;
+  /** Output folders of the step's `context_dependencies`, in order (passed as argv). */
+  dependencyDirs: readonly string[];
+  /** `VAR_*` values. */
+  variables: Record<string, string>;
+  /** `SECRET_*` values (registered with `redactor` by the caller). */
+  secrets: Record<string, string>;
+  /**
+   * The tool bridge; when given, `MCP_API_URL` / `MCP_API_TOKEN` reach the script. A provider is
+   * called only once the script is about to run (after review and the interpreter lookup); when it
+   * rejects, the step is a harness failure.
+   */
+  bridge?: BridgeEndpoint | BridgeProvider;
+  /** Where PATH, HOME, LANG… come from. Default `process.env`. */
+  baseEnv?: NodeJS.ProcessEnv;
+  timeoutSeconds: number;
+  groupName: string | null;
+  sandbox: SandboxInfo;
+  redactor: Redactor;
+  signal?: AbortSignal;
+  runner?: ProcessRunner;
+  clock?: Clock;
+  /** Static review (default: `reviewScript` of `review/`). */
+  review?: typeof reviewScript;
+}
+
+export interface LearnedStepResult {
+  outcome: StepOutcome;
+  /** True when the saved script actually ran (zero model tokens). */
+  fastPath: boolean;
+  exitCode: number | null;
+  durationMs: number | null;
+  /** The real error (redacted), null when the step passed. */
+  error: string | null;
+  /** The log kept in the ledger: command line, write protection, the script's output, validation (redacted). */
+  log: string;
+  /** Write protection the script ran under. */
+  protection: string;
+  /** Metadata failure reason when recorded. */
+  failureReason: FailureReason | null;
+  /** Whether `script_metadata.json` was updated. */
+  metadataRecorded: boolean;
+  /** A note when metadata could not be written (the step's outcome stands). */
+  metadataError?: string;
+  validation?: ValidationResult;
+  review?: ReviewReport;
+  /** The script exited non-zero but its outputs validated. */
+  nonZeroAccepted?: boolean;
+}
+
+function notRun(outcome: StepOutcome, error: string, log = error): LearnedStepResult {
+  return {
+    outcome,
+    fastPath: false,
+    exitCode: null,
+    durationMs: null,
+    error,
+    log,
+    protection: "none",
+    failureReason: null,
+    metadataRecorded: false,
+  };
+}
+
+/** Removes everything in `outputDir` except `keep` (the code folder). */
+function cleanExcept(outputDir: string, keep: string): void {
+  for (const name of readdirSync(outputDir)) {
+    const abs = join(outputDir, name);
+    if (abs !== keep) rmSync(abs, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Puts the tool bridge's script helper for `language` into `codeDir`, next to the script, so that
+ * `from ratchet_tools import call_mcp` (Python runs from `code/`) and
+ * `import { callMcp } from "./ratchet-tools.mjs"` work. It replaces a file of the same name from the
+ * saved folder: the helper must match the bridge. Never written under `learnings/`, and not part of
+ * the saved script (`script_sha256` is the hash of `main.py` / `main.mjs` alone).
+ */
+function copyHelper(language: "python" | "javascript", codeDir: string): void {
+  const helpers = helperFiles();
+  if (language === "python") copyFileSync(helpers.python, join(codeDir, PYTHON_HELPER_FILE));
+  else copyFileSync(helpers.javascript, join(codeDir, JAVASCRIPT_HELPER_FILE));
+}
+
+/** Copies the saved folder into `codeDir`, leaving out `diffs/` and `script_metadata.json`. */
+function copySavedFolder(from: string, codeDir: string): void {
+  rmSync(codeDir, { recursive: true, force: true });
+  mkdirSync(codeDir, { recursive: true });
+  cpSync(from, codeDir, {
+    recursive: true,
+    filter: (src) => {
+      const rel = relative(from, src);
+      return rel !== "diffs" && rel !== SCRIPT_METADATA_FILE;
+    },
+  });
+}
+
+function formatFindings(r: ReviewReport): string {
+  return r.findings
+    .filter((f) => f.severity === "blocking")
+    .map((f) => `line ${f.line} ${f.rule} ${f.id}: ${f.message} (fix: ${f.fix})`)
+    .join("\n");
+}
+
+/** Runs one `learn_code` step's saved script. Never throws for a failure of the step itself. */
+export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedStepResult> {
+  const { workflow: wf, step, redactor } = input;
+  const clock = input.clock ?? systemClock;
+  const saved = savedScript(wf, step.id);
+  const savedDir = learningsDir(wf, step.id);
+  if (!saved) {
+    const where = relative(workflowHome(wf), join(savedDir, "main.py"));
+    return notRun(StepOutcome.MissingScript, `no saved script at ${where}: build it with the Builder`);
+  }
+  const scriptName = saved.language === "python" ? "main.py" : "main.mjs";
+  const scriptBytes = readFileSync(saved.path);
+
+  // 1. Static review: blocking findings refuse the fast path (a run never repairs).
+  const declared = [
+    ...Object.keys(wf.variables).map((n) => `VAR_${n}`),
+    ...wf.secrets.map((n) => `SECRET_${n}`),
+  ];
+  const report = await (input.review ?? reviewScript)(scriptBytes.toString("utf8"), {
+    language: saved.language,
+    declared,
+    filename: scriptName,
+  });
+  if (!report.ok) {
+    const findings = formatFindings(report);
+    const error = `static review blocked the saved script (${report.blocking} blocking finding${report.blocking === 1 ? "" : "s"}):\n${findings}`;
+    return { ...notRun(StepOutcome.ReviewBlocked, error), review: report };
+  }
+
+  // 2. Fresh working copy and a clean output folder.
+  const outputDir = stepOutputDir(wf, input.runId, step.id);
+  const codeDir = stepCodeDir(wf, input.runId, step.id);
+  mkdirSync(outputDir, { recursive: true });
+  cleanExcept(outputDir, codeDir);
+  copySavedFolder(savedDir, codeDir);
+  copyHelper(saved.language, codeDir);
+
+  // 3. The interpreter, the tool bridge, the command line under write protection.
+  const baseEnv = input.baseEnv ?? process.env;
+  const interpreterName = saved.language === "python" ? "python3" : "node";
+  const interpreter =
+    saved.language === "python" ? findExecutable("python3", baseEnv.PATH) : process.execPath;
+  const shownCmd =
+    `$ ${interpreterName}${saved.language === "python" ? " -B" : ""} ${scriptName} ${input.dependencyDirs.join(" ")}`.trimEnd();
+  if (!interpreter) {
+    const error = `harness failure: could not start the script: command not found: python3 (searched PATH=${baseEnv.PATH ?? "<unset>"}); nothing was recorded against the script`;
+    return notRun(StepOutcome.HarnessFailed, error, `${shownCmd}\n${error}`);
+  }
+  let bridge: BridgeEndpoint | undefined;
+  try {
+    bridge = typeof input.bridge === "function" ? await input.bridge() : input.bridge;
+  } catch (e) {
+    const error = redactor.redact(
+      `harness failure: ${e instanceof Error ? e.message : String(e)}; nothing was recorded against the script`,
+    );
+    return notRun(StepOutcome.HarnessFailed, error, `${shownCmd}\n${error}`);
+  }
+  const env = buildEnv({
+    inherit: "minimal",
+    base: baseEnv,
+    set: {
+      ...input.variables,
+      ...input.secrets,
+      ...(bridge ? { MCP_API_URL: bridge.url, MCP_API_TOKEN: bridge.token } : {}),
+      PYTHONDONTWRITEBYTECODE: "1",
+      // Keeps stdout and stderr in the order the script wrote them in the captured log.
+      PYTHONUNBUFFERED: "1",
+      // Last, so nothing a workflow declares (nor the bridge) can override them.
+      STEP_OUTPUT_DIR: outputDir,
+      STEP_EXECUTION_DIR: codeDir,
+    },
+  });
+  const wrapped = wrapCommand(
+    {
+      language: saved.language,
+      interpreter,
+      script: scriptName,
+      args: input.dependencyDirs,
+      codeDir,
+      outputDir,
+      // The interpreter's folder too: a python3 installed under /tmp must stay visible in the sandbox.
+      readDirs: [workflowHome(wf), ...input.dependencyDirs, dirname(interpreter)],
+    },
+    input.sandbox,
+  );
+  const protectionNote =
+    wrapped.protection === "none"
+      ? `[write protection: none — ${input.sandbox.reason}; static review only]`
+      : `[write protection: ${wrapped.protection}]`;
+
+  const started = clock.now();
+  const r: RunResult = await (input.runner ?? realProcessRunner).run({
+    command: wrapped.command,
+    args: wrapped.args,
+    cwd: codeDir,
+    env,
+    timeoutMs: input.timeoutSeconds * 1000,
+    maxCaptureBytes: STEP_MAX_CAPTURE_BYTES,
+    ...(input.signal ? { signal: input.signal } : {}),
+  });
+  const durationMs = r.durationMs;
+  const output = redactor.redact(r.combined);
+  const header = `${shownCmd}\n${protectionNote}\n`;
+
+  // 4. Harness failures and cancellations are not the script's: nothing recorded against it.
+  if (r.spawnError || isBwrapSetupFailure(wrapped.protection, r.exitCode, r.stderr) || r.cancelled) {
+    const why = r.spawnError
+      ? r.spawnError.message
+      : r.cancelled
+        ? "the run was cancelled"
+        : r.stderr.trim().split("\n")[0];
+    const error = redactor.redact(
+      `harness failure: could not ${r.cancelled ? "finish" : "start"} the script: ${why}; nothing was recorded against the script`,
+    );
+    return {
+      ...notRun(
+        StepOutcome.HarnessFailed,
+        error,
+        `${header}${output}${output && !output.endsWith("\n") ? "\n" : ""}${error}`,
+      ),
+      durationMs,
+      protection: wrapped.protection,
+    };
+  }
+
+  // 5. Validate the outputs and classify.
+  const validation = validateOutputs(outputDir, step.validation);
+  const somethingToValidate =
+    (step.validation?.files?.length ?? 0) > 0 || (step.validation?.db_checks?.length ?? 0) > 0;
+  const facts = { exitCode: r.exitCode, signal: r.signal, timedOut: r.timedOut, cancelled: r.cancelled };
+  const c = classifyScriptRun(facts, validation, { somethingToValidate });
+  const rawError = describeScriptFailure(
+    c,
+    facts,
+    { stderr: r.stderr, combined: r.combined, issues: validation.issues },
+    { timeoutSeconds: input.timeoutSeconds, tailChars: ERROR_TAIL_BYTES, maxIssues: ERROR_MAX_ISSUES },
+  );
+  const error = rawError === null ? null : redactor.redact(rawError);
+  const footer = `${output === "" || output.endsWith("\n") ? "" : "\n"}--- exit_code=${r.exitCode ?? r.signal}, runtime=${(durationMs / 1000).toFixed(2)}s${r.timedOut ? ", timed out" : ""} ---\n`;
+  const validationText = validation.ok
+    ? `validation: ok${c.nonZeroAccepted ? ` (the script exited with ${r.exitCode}, but its outputs validate: counted as success)` : ""}`
+    : `validation: ${validation.issues.length} issue(s)\n${validation.issues.map((i) => `  ${[i.file, i.path].filter(Boolean).join(" ")} ${i.check}: ${i.message}`).join("\n")}`;
+  const log = `${header}${output}${footer}${redactor.redact(validationText)}`;
+
+  // 6. script_metadata.json (the only file under learnings/ a run writes).
+  const result: LearnedStepResult = {
+    outcome: c.outcome,
+    fastPath: true,
+    exitCode: r.exitCode,
+    durationMs,
+    error,
+    log,
+    protection: wrapped.protection,
+    failureReason: c.failureReason,
+    metadataRecorded: false,
+    validation,
+    review: report,
+    nonZeroAccepted: c.nonZeroAccepted,
+  };
+  try {
+    recordScriptRun(savedDir, {
+      stepId: step.id,
+      scriptBytes,
+      success: c.success,
+      exitCode: r.exitCode,
+      durationMs: Math.round(durationMs),
+      groupName: input.groupName,
+      runFolder: relative(workflowHome(wf), outputDir),
+      failureReason: c.failureReason,
+      errorSummary: error,
+      locked: step.agent_configs.lock_code === true,
+      now: new Date(started + durationMs),
+    });
+    result.metadataRecorded = true;
+  } catch (e) {
+    result.metadataError = `script_metadata.json not updated: ${e instanceof Error ? e.message : String(e)}`;
+    result.log += `\n[${result.metadataError}]`;
+  }
+  return result;
+}
+
+/** Whether a saved script folder exists for a step (used to choose which sandboxes to probe). */
+export function savedLanguage(wf: Workflow, stepId: string): "python" | "javascript" | undefined {
+  const s = savedScript(wf, stepId);
+  return s && existsSync(s.path) ? s.language : undefined;
+}

@@ -1,0 +1,108 @@
+/**
+ * `workflow/`: the Steps capability. Workflow files (schema), execution modes, output validation,
+ * learned-script metadata, variables and secrets, and where a workflow keeps its files.
+ */
+
+// Runs (the fast path, run tables, write scope, promotion).
+export type { ModeChange } from "./config-edit.js";
+export { editStepMode, modeFields, writeStepMode } from "./config-edit.js";
+export type { DoctorReport, ToolReport } from "./doctor.js";
+export { doctor } from "./doctor.js";
+export type { BridgeEndpoint, BridgeProvider, LearnedStepInput, LearnedStepResult } from "./fast-path.js";
+export { runLearnedStep } from "./fast-path.js";
+export type { InterruptedRun } from "./interrupt.js";
+export { parseOwner, processAlive, recoverInterruptedRuns } from "./interrupt.js";
+export type { PathSegment, QueryResult } from "./jsonpath.js";
+export { formatPath, parsePath, queryPath } from "./jsonpath.js";
+export type { WorkflowPaths } from "./layout.js";
+export {
+  diffsDir,
+  isRunId,
+  learningsDir,
+  metadataPath,
+  newRunId,
+  RUN_ID_PATTERN,
+  runDir,
+  type SavedScript,
+  savedScript,
+  stepCodeDir,
+  stepOutputDir,
+  workflowHome,
+} from "./layout.js";
+export {
+  ERROR_SNIPPET_MAX_CHARS,
+  LOCKED_FAILURES_BEFORE_REVIEW,
+  MAX_DB_CHECKS,
+  MAX_JSON_CHECKS_PER_FILE,
+  MAX_OUTPUT_FILE_BYTES,
+  MAX_VALIDATION_FILES,
+  MAX_WORKFLOW_STEPS,
+  RECENT_RUNS_KEPT,
+} from "./limits.js";
+export type { ScriptRun } from "./metadata.js";
+export {
+  applyRun,
+  NO_GROUP_KEY,
+  noteSavedScript,
+  readMetadata,
+  recordScriptRun,
+  SCRIPT_METADATA_FILE,
+  sha256Hex,
+  writeFileAtomic,
+} from "./metadata.js";
+export type { ModeResolution } from "./modes.js";
+export { resolveMode } from "./modes.js";
+export { executionOrder, parseOnly, selectSteps } from "./order.js";
+export type { Classified, FailureReason, ScriptFacts } from "./outcomes.js";
+export { classifyScriptRun, describeScriptFailure } from "./outcomes.js";
+export type { RunBridgeOptions } from "./run-bridge.js";
+export { RunBridge } from "./run-bridge.js";
+export {
+  BRIDGE_LOG_MAX_LINES,
+  DEFAULT_STEP_TIMEOUT_SECONDS,
+  MAX_STEP_TIMEOUT_SECONDS,
+  PROMOTION_MIN_SUCCESSES,
+  STEP_MAX_CAPTURE_BYTES,
+} from "./run-limits.js";
+export type { RunStepOutcome, StepEvidence, WorkflowRunRow, WorkflowStepRunRow } from "./run-store.js";
+export { RunStatus, RunStore, summariseEvidence } from "./run-store.js";
+export type { RunContext, RunProgress, RunReport, RunWorkflowOptions, StepReport } from "./runs.js";
+export { RunTrigger, runWorkflow } from "./runs.js";
+export type { SandboxInfo, ScriptCommand, WrappedCommand } from "./sandbox.js";
+export {
+  detectSandbox,
+  findExecutable,
+  nodeHasNetPermission,
+  sandboxDisabled,
+  wrapCommand,
+} from "./sandbox.js";
+export {
+  loadWorkflow,
+  normaliseSecretName,
+  normaliseVariableName,
+  parseWorkflow,
+  parseWorkflowText,
+  STEP_ID_PATTERN,
+  VARIABLE_NAME_PATTERN,
+  WORKFLOW_ID_PATTERN,
+} from "./schema.js";
+export type { ResolveSecretsOptions, ResolveVariablesOptions } from "./secrets.js";
+export { parseSecretsFile, resolveSecrets, resolveVariables } from "./secrets.js";
+export type {
+  AgentConfigs,
+  DbCheck,
+  FileValidation,
+  JsonCheck,
+  LearningsAccess,
+  RecentRun,
+  ScriptMetadata,
+  ValidationIssue,
+  ValidationResult,
+  ValidationSchema,
+  Workflow,
+  WorkflowStep,
+} from "./types.js";
+export { ExecutionMode, StepOutcome } from "./types.js";
+export type { ValidateOutputsOptions } from "./validation.js";
+export { validateOutputs } from "./validation.js";
+export { checkDbRows, checkJsonDocument, evaluateJsonCheck, isReadOnlyQuery } from "./validation-checks.js";

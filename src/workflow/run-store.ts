@@ -1,0 +1,319 @@
+/**
+ * The run tables (`workflow_runs`, `workflow_step_runs`, migration 2). Every write runs inside
+ * `store.tx()` together with its event (`entity_kind` "run": `run.started`, `run.step_finished`,
+ * `run.finished`, `run.interrupted`), and joins the caller's transaction when there is one, so a
+ * step's ledger transition and its run row commit together.
+ */
+import type { Statement } from "better-sqlite3";
+import type { SqliteStore } from "../store/index.js";
+import type { StepOutcome } from "./types.js";
+
+/** Status of a run. */
+export const RunStatus = {
+  /** Its owner process is executing it (or died: see `interrupted`). */
+  Running: "running",
+  /** Every selected step passed. */
+  Passed: "passed",
+  /** At least one step did not pass. */
+  Failed: "failed",
+  /** The owner process died mid-run (found by the next `run` / `runs list` / `runs show`). */
+  Interrupted: "interrupted",
+} as const;
+export type RunStatus = (typeof RunStatus)[keyof typeof RunStatus];
+
+/** A step run's outcome: a {@link StepOutcome}, or `interrupted` when the run's owner died mid-step. */
+export type RunStepOutcome = StepOutcome | "interrupted";
+
+/**
+ * Outcomes that say nothing about the step itself (excluded from promotion evidence): it did not
+ * run, or the harness (not the script) failed.
+ */
+const NOT_ATTEMPTED = ["skipped", "interrupted", "harness_failed"];
+
+export interface WorkflowRunRow {
+  run_id: string;
+  workflow_id: string;
+  workflow_path: string;
+  plan_id: string | null;
+  trigger: string;
+  group_name: string | null;
+  status: RunStatus;
+  /** `<pid>@<host>` of the process executing the run. */
+  owner: string;
+  started_at: string;
+  finished_at: string | null;
+  error: string | null;
+}
+
+export interface WorkflowStepRunRow {
+  run_id: string;
+  step_id: string;
+  ledger_step_id: string | null;
+  mode: string;
+  /** 1 when the saved script ran with no model (the fast path). */
+  fast_path: number;
+  /** NULL while pending or running. */
+  outcome: RunStepOutcome | null;
+  exit_code: number | null;
+  duration_ms: number | null;
+  tokens: number;
+  error: string | null;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+/** Promotion evidence of one step, from the run tables. */
+export interface StepEvidence {
+  workflow_id: string;
+  step_id: string;
+  /** Finished step runs; skipped, interrupted and harness-failed ones excluded. */
+  runs: number;
+  successes: number;
+  failures: number;
+  /** Group names with at least one success (`(none)` for runs without `--group`). */
+  groups_covered: string[];
+  by_outcome: Record<string, number>;
+  last_run: { run_id: string; outcome: string; at: string; group_name: string | null } | null;
+}
+
+export const NO_GROUP = "(none)";
+
+export class RunStore {
+  readonly #stmts = new Map<string, Statement>();
+
+  constructor(
+    readonly store: SqliteStore,
+    private readonly now: () => string = () => new Date().toISOString(),
+  ) {}
+
+  /** A prepared statement, compiled once per store. */
+  #sql(sql: string): Statement {
+    let s = this.#stmts.get(sql);
+    if (!s) {
+      s = this.store.db.prepare(sql);
+      this.#stmts.set(sql, s);
+    }
+    return s;
+  }
+
+  #event(run: Pick<WorkflowRunRow, "run_id" | "plan_id">, type: string, payload: Record<string, unknown>) {
+    this.store.appendEvent({ entityKind: "run", entityId: run.run_id, planId: run.plan_id, type, payload });
+  }
+
+  /** Inserts a run (status `running`) and a pending row per selected step, with `run.started`. */
+  startRun(
+    run: Omit<WorkflowRunRow, "status" | "finished_at" | "error" | "started_at"> & { started_at?: string },
+    steps: { step_id: string; ledger_step_id: string | null; mode: string }[],
+  ): WorkflowRunRow {
+    const row: WorkflowRunRow = {
+      ...run,
+      started_at: run.started_at ?? this.now(),
+      status: RunStatus.Running,
+      finished_at: null,
+      error: null,
+    };
+    this.store.tx(() => {
+      this.#sql(
+        `INSERT INTO workflow_runs (run_id, workflow_id, workflow_path, plan_id, trigger, group_name, status, owner, started_at, finished_at, error)
+           VALUES (@run_id, @workflow_id, @workflow_path, @plan_id, @trigger, @group_name, @status, @owner, @started_at, @finished_at, @error)`,
+      ).run(row);
+      const ins = this.#sql(
+        `INSERT INTO workflow_step_runs (run_id, step_id, ledger_step_id, mode, fast_path, tokens) VALUES (?, ?, ?, ?, 0, 0)`,
+      );
+      for (const s of steps) ins.run(row.run_id, s.step_id, s.ledger_step_id, s.mode);
+      this.#event(row, "run.started", {
+        workflow_id: row.workflow_id,
+        trigger: row.trigger,
+        group_name: row.group_name,
+        owner: row.owner,
+        steps: steps.map((s) => s.step_id),
+      });
+    });
+    return row;
+  }
+
+  /** Marks a step run as started. */
+  startStep(runId: string, stepId: string, patch: { mode?: string; fast_path?: boolean } = {}): void {
+    this.store.tx(() => {
+      this.#sql(
+        "UPDATE workflow_step_runs SET started_at = ?, mode = COALESCE(?, mode), fast_path = COALESCE(?, fast_path) WHERE run_id = ? AND step_id = ?",
+      ).run(
+        this.now(),
+        patch.mode ?? null,
+        patch.fast_path === undefined ? null : patch.fast_path ? 1 : 0,
+        runId,
+        stepId,
+      );
+    });
+  }
+
+  /** Records a step's outcome with `run.step_finished`. */
+  finishStep(
+    runId: string,
+    stepId: string,
+    r: {
+      outcome: RunStepOutcome;
+      fast_path: boolean;
+      exit_code: number | null;
+      duration_ms: number | null;
+      tokens?: number;
+      error: string | null;
+    },
+  ): void {
+    this.store.tx(() => {
+      const run = this.requireRun(runId);
+      const now = this.now();
+      this.#sql(
+        `UPDATE workflow_step_runs SET outcome = ?, fast_path = ?, exit_code = ?, duration_ms = ?, tokens = ?, error = ?,
+             started_at = COALESCE(started_at, ?), finished_at = ? WHERE run_id = ? AND step_id = ?`,
+      ).run(
+        r.outcome,
+        r.fast_path ? 1 : 0,
+        r.exit_code,
+        r.duration_ms === null ? null : Math.round(r.duration_ms),
+        r.tokens ?? 0,
+        r.error,
+        now,
+        now,
+        runId,
+        stepId,
+      );
+      this.#event(run, "run.step_finished", {
+        step_id: stepId,
+        outcome: r.outcome,
+        fast_path: r.fast_path,
+        exit_code: r.exit_code,
+        duration_ms: r.duration_ms === null ? null : Math.round(r.duration_ms),
+        tokens: r.tokens ?? 0,
+      });
+    });
+  }
+
+  /**
+   * Closes a run: `passed` or `failed` with `run.finished`; `interrupted` (cancelled by a signal)
+   * with `run.interrupted`.
+   */
+  finishRun(runId: string, status: "passed" | "failed" | "interrupted", error: string | null): void {
+    this.store.tx(() => {
+      const run = this.requireRun(runId);
+      this.#sql("UPDATE workflow_runs SET status = ?, finished_at = ?, error = ? WHERE run_id = ?").run(
+        status,
+        this.now(),
+        error,
+        runId,
+      );
+      this.#event(run, status === "interrupted" ? "run.interrupted" : "run.finished", { status, error });
+    });
+  }
+
+  /**
+   * Marks a `running` run `interrupted` (with `run.interrupted`): a started, unfinished step becomes
+   * `interrupted`, a step that never started `skipped`. Returns the step ids that were running.
+   * Call inside the transaction that also fails the ledger steps.
+   */
+  markInterrupted(runId: string, reason: string): string[] {
+    return this.store.tx(() => {
+      const run = this.requireRun(runId);
+      if (run.status !== RunStatus.Running) return [];
+      const now = this.now();
+      const open = this.stepRuns(runId).filter((s) => s.outcome === null);
+      const running = open.filter((s) => s.started_at !== null).map((s) => s.step_id);
+      this.#sql(
+        "UPDATE workflow_step_runs SET outcome = 'interrupted', error = ?, finished_at = ? WHERE run_id = ? AND outcome IS NULL AND started_at IS NOT NULL",
+      ).run(reason, now, runId);
+      this.#sql(
+        "UPDATE workflow_step_runs SET outcome = 'skipped', error = ?, finished_at = ? WHERE run_id = ? AND outcome IS NULL",
+      ).run(`not started: ${reason}`, now, runId);
+      this.#sql(
+        "UPDATE workflow_runs SET status = 'interrupted', finished_at = ?, error = ? WHERE run_id = ?",
+      ).run(now, reason, runId);
+      this.#event(run, "run.interrupted", { reason, running_steps: running });
+      return running;
+    });
+  }
+
+  getRun(runId: string): WorkflowRunRow | undefined {
+    return this.#sql("SELECT * FROM workflow_runs WHERE run_id = ?").get(runId) as WorkflowRunRow | undefined;
+  }
+
+  requireRun(runId: string): WorkflowRunRow {
+    const r = this.getRun(runId);
+    if (!r) throw new Error(`run ${runId} is not recorded`);
+    return r;
+  }
+
+  /** Runs, newest first. */
+  listRuns(q: { workflowId?: string; status?: string; limit?: number } = {}): WorkflowRunRow[] {
+    const where: string[] = [];
+    if (q.workflowId !== undefined) where.push("workflow_id = @workflowId");
+    if (q.status !== undefined) where.push("status = @status");
+    return this.#sql(
+      `SELECT * FROM workflow_runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY started_at DESC, run_id DESC LIMIT @limit`,
+    ).all({ workflowId: q.workflowId, status: q.status, limit: q.limit ?? 50 }) as WorkflowRunRow[];
+  }
+
+  /** A run's step rows in the order they were inserted (the run's execution order). */
+  stepRuns(runId: string): WorkflowStepRunRow[] {
+    return this.#sql("SELECT * FROM workflow_step_runs WHERE run_id = ? ORDER BY rowid").all(
+      runId,
+    ) as WorkflowStepRunRow[];
+  }
+
+  /** The newest step run of `stepId` in `workflowId` that passed (for `--only` and `run-saved` inputs). */
+  lastPassed(workflowId: string, stepId: string): { run_id: string } | undefined {
+    return this.#sql(
+      `SELECT s.run_id FROM workflow_step_runs s JOIN workflow_runs r ON r.run_id = s.run_id
+         WHERE r.workflow_id = ? AND s.step_id = ? AND s.outcome = 'passed'
+         ORDER BY s.finished_at DESC, s.run_id DESC LIMIT 1`,
+    ).get(workflowId, stepId) as { run_id: string } | undefined;
+  }
+
+  /** Promotion evidence of one step. */
+  evidence(workflowId: string, stepId: string): StepEvidence {
+    const rows = this.#sql(
+      `SELECT s.outcome, s.finished_at, s.run_id, r.group_name FROM workflow_step_runs s
+         JOIN workflow_runs r ON r.run_id = s.run_id
+         WHERE r.workflow_id = ? AND s.step_id = ? AND s.outcome IS NOT NULL
+         ORDER BY s.finished_at, s.run_id`,
+    ).all(workflowId, stepId) as {
+      outcome: string;
+      finished_at: string;
+      run_id: string;
+      group_name: string | null;
+    }[];
+    return summariseEvidence(workflowId, stepId, rows);
+  }
+}
+
+/** Pure: evidence from step-run rows ordered oldest first. */
+export function summariseEvidence(
+  workflowId: string,
+  stepId: string,
+  rows: readonly { outcome: string; finished_at: string; run_id: string; group_name: string | null }[],
+): StepEvidence {
+  const byOutcome: Record<string, number> = {};
+  const groups = new Set<string>();
+  let runs = 0;
+  let successes = 0;
+  let last: StepEvidence["last_run"] = null;
+  for (const r of rows) {
+    byOutcome[r.outcome] = (byOutcome[r.outcome] ?? 0) + 1;
+    if (NOT_ATTEMPTED.includes(r.outcome)) continue;
+    runs++;
+    if (r.outcome === "passed") {
+      successes++;
+      groups.add(r.group_name ?? NO_GROUP);
+    }
+    last = { run_id: r.run_id, outcome: r.outcome, at: r.finished_at, group_name: r.group_name };
+  }
+  return {
+    workflow_id: workflowId,
+    step_id: stepId,
+    runs,
+    successes,
+    failures: runs - successes,
+    groups_covered: [...groups].sort(),
+    by_outcome: byOutcome,
+    last_run: last,
+  };
+}

@@ -1,0 +1,229 @@
+/**
+ * `runWorkflow` in process, with the fake process runner: the script's environment and command
+ * line, outcomes the real runner only produces rarely (time-outs, exceptions), and what is
+ * recorded. The real processes (python3, node, bwrap) are covered by test/e2e/workflow-runs.test.ts.
+ */
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it, onTestFinished } from "vitest";
+import type { RunRequest } from "../exec/index.js";
+import { FakeProcessRunner } from "../testing/fake-process-runner.js";
+import { makeLedgerFixture } from "../testing/ledger-fixtures.js";
+import { RunStore } from "./run-store.js";
+import { runWorkflow } from "./runs.js";
+import { loadWorkflow } from "./schema.js";
+
+function setup() {
+  const fx = makeLedgerFixture();
+  onTestFinished(() => fx.dispose());
+  const home = join(fx.dir, "wf");
+  mkdirSync(join(home, "learnings", "fetch"), { recursive: true });
+  mkdirSync(join(home, "learnings", "report"), { recursive: true });
+  writeFileSync(
+    join(home, "workflow.yaml"),
+    [
+      "id: flow",
+      "variables: { region: { default: eu } }",
+      "secrets: [api_token]",
+      "defaults: { declared_execution_mode: learn_code }",
+      "steps:",
+      "  - { id: fetch, description: fetch }",
+      "  - { id: report, description: report, context_dependencies: [fetch] }",
+      "",
+    ].join("\n"),
+  );
+  writeFileSync(join(home, "learnings", "fetch", "main.py"), "print('fetch')\n");
+  writeFileSync(join(home, "learnings", "report", "main.py"), "print('report')\n");
+  const wf = loadWorkflow(join(home, "workflow.yaml"));
+  const ctx = {
+    store: fx.store,
+    ledger: fx.ledger,
+    workspace: { root: fx.dir, dir: join(fx.dir, ".ratchet"), dbPath: "", blobsDir: "" },
+  };
+  const env = {
+    PATH: process.env.PATH,
+    HOME: "/home/someone",
+    RATCHET_SANDBOX: "off",
+    SECRET_API_TOKEN: "tok-123456789",
+    STEP_OUTPUT_DIR: "/evil",
+    OPENAI_API_KEY: "sk-should-not-leak",
+  };
+  return { fx, home, wf, ctx, env };
+}
+
+/** A fake script that writes `out.json` into its output folder and exits with `code`. */
+const writes =
+  (code = 0) =>
+  (req: RunRequest) => {
+    writeFileSync(join(req.env?.STEP_OUTPUT_DIR as string, "out.json"), '{"ok": true}');
+    return { exitCode: code, stdout: "done\n" };
+  };
+
+describe("runWorkflow (fake process runner)", () => {
+  it("gives the script a minimal environment, the STEP_* folders last, argv = dependency outputs", async () => {
+    const { wf, ctx, env, home } = setup();
+    const runner = new FakeProcessRunner().on({ command: /python3$/ }, writes());
+    const report = await runWorkflow(ctx, wf, { env, runner });
+    expect(report.status).toBe("passed");
+    const [fetch, rep] = runner.requests;
+    const out = join(home, "execution", report.run_id, "fetch");
+    expect(fetch?.args).toEqual(["-B", "main.py"]);
+    expect(fetch?.cwd).toBe(join(out, "code"));
+    expect(fetch?.env).toMatchObject({
+      STEP_OUTPUT_DIR: out,
+      STEP_EXECUTION_DIR: join(out, "code"),
+      PYTHONDONTWRITEBYTECODE: "1",
+      VAR_REGION: "eu",
+      SECRET_API_TOKEN: "tok-123456789",
+      HOME: "/home/someone",
+    });
+    expect(fetch?.env).not.toHaveProperty("OPENAI_API_KEY");
+    expect(fetch?.env).not.toHaveProperty("RATCHET_SANDBOX");
+    expect(rep?.args).toEqual(["-B", "main.py", out]);
+    expect(fetch?.timeoutMs).toBe(600_000);
+  });
+
+  it("a time-out (with no output) is an execution and validation failure naming the limit; the dependent step is skipped", async () => {
+    const { wf, ctx, env, home } = setup();
+    const runner = new FakeProcessRunner().on({ command: /python3$/ }, { hang: true, stderr: "working…\n" });
+    const report = await runWorkflow(ctx, wf, { env, runner, stepTimeoutSeconds: 1 });
+    expect(report.status).toBe("failed");
+    expect(report.steps.map((s) => [s.step_id, s.outcome])).toEqual([
+      ["fetch", "execution_and_validation_failed"],
+      ["report", "skipped"],
+    ]);
+    expect(report.steps[0]?.error).toMatch(
+      /^script was killed at its 1 s time limit: working…\noutputs failed validation: .* has no file besides code\/ \(builtin_has_output\)$/,
+    );
+    expect(existsSync(join(home, "learnings", "fetch", "script_metadata.json"))).toBe(true);
+    expect(existsSync(join(home, "learnings", "report", "script_metadata.json"))).toBe(false);
+  });
+
+  it("an exception while running a step is a harness failure: nothing recorded against the script, the run goes on", async () => {
+    const { wf, ctx, env, home, fx } = setup();
+    const runner = new FakeProcessRunner().on({ command: /python3$/ }, () => {
+      throw new Error("disk on fire");
+    });
+    const report = await runWorkflow(ctx, wf, { env, runner });
+    expect(report.steps[0]).toMatchObject({
+      outcome: "harness_failed",
+      error: "harness failure: disk on fire; nothing was recorded against the script",
+    });
+    expect(existsSync(join(home, "learnings", "fetch", "script_metadata.json"))).toBe(false);
+    const runs = new RunStore(fx.store);
+    expect(runs.getRun(report.run_id)?.status).toBe("failed");
+    expect(fx.store.getPlan(report.plan_id)?.status).toBe("FAILED");
+  });
+
+  it("refuses before recording anything when a secret or a variable is missing", async () => {
+    const { wf, ctx, env, fx } = setup();
+    const { SECRET_API_TOKEN: _, ...noSecret } = env;
+    await expect(runWorkflow(ctx, wf, { env: noSecret, runner: new FakeProcessRunner() })).rejects.toThrow(
+      /no value for secret SECRET_API_TOKEN/,
+    );
+    await expect(
+      runWorkflow(ctx, wf, { env, vars: { nope: "1" }, runner: new FakeProcessRunner() }),
+    ).rejects.toThrow(/declares no variable NOPE/);
+    expect(new RunStore(fx.store).listRuns()).toEqual([]);
+    expect(fx.store.listPlans({})).toEqual([]);
+  });
+
+  it("secrets are masked in the ledger log and the step error", async () => {
+    const { wf, ctx, env, fx } = setup();
+    const runner = new FakeProcessRunner().on(
+      { command: /python3$/ },
+      { exitCode: 1, stderr: "auth failed for tok-123456789\n" },
+    );
+    const report = await runWorkflow(ctx, wf, { env, runner, only: ["fetch"] });
+    expect(report.steps[0]?.error).toMatch(
+      /^script exited with 1: auth failed for \[REDACTED:SECRET_API_TOKEN\]\n/,
+    );
+    const logs = fx.store
+      .logsOfPlan(report.plan_id)
+      .map((l) => l.text)
+      .join("\n");
+    expect(logs).toContain("[REDACTED:SECRET_API_TOKEN]");
+    expect(logs).not.toContain("tok-123456789");
+  });
+
+  it("starts one tool bridge per run: every script gets its MCP_API_URL/MCP_API_TOKEN (not over STEP_*), the helper sits next to the script, the bridge is closed at the end", async () => {
+    const { wf, ctx, env, home } = setup();
+    const seen: { url: string; token: string; health: number; status: number; reply: unknown }[] = [];
+    const runner = new FakeProcessRunner().on({ command: /python3$/ }, async (req) => {
+      const url = req.env?.MCP_API_URL as string;
+      const token = req.env?.MCP_API_TOKEN as string;
+      const health = (await fetch(`${url}/health`)).status;
+      // The built-in echo tool, with the secret as an argument: answered as is, logged redacted.
+      const res = await fetch(`${url}/tools/custom/echo`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}` },
+        body: JSON.stringify({ key: req.env?.SECRET_API_TOKEN }),
+      });
+      seen.push({ url, token, health, status: res.status, reply: await res.json() });
+      return writes()(req);
+    });
+    const report = await runWorkflow(ctx, wf, { env: { ...env, MCP_API_URL: "http://evil" }, runner });
+    expect(report.status, report.error ?? "").toBe("passed");
+    expect(seen).toHaveLength(2);
+    const [first, second] = seen;
+    expect(first?.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(first?.token).toMatch(/^[0-9a-f]{64}$/);
+    expect(second).toMatchObject({ url: first?.url, token: first?.token });
+    expect(first).toMatchObject({
+      health: 200,
+      status: 200,
+      reply: { success: true, result: { key: "tok-123456789" }, error: null },
+    });
+    const [fetchReq] = runner.requests;
+    const out = join(home, "execution", report.run_id, "fetch");
+    expect(fetchReq?.env).toMatchObject({ STEP_OUTPUT_DIR: out, STEP_EXECUTION_DIR: join(out, "code") });
+    expect(readdirSync(join(out, "code")).sort()).toEqual(["main.py", "ratchet_tools.py"]);
+    expect(readdirSync(join(home, "learnings", "fetch")).sort()).toEqual(["main.py", "script_metadata.json"]);
+
+    // The bridge's log lines are in the step's ledger log, redacted.
+    const logs = ctx.store
+      .logsOfPlan(report.plan_id)
+      .map((l) => l.text)
+      .join("\n");
+    expect(logs).toMatch(/--- tool bridge ---\n(.*\n)*bridge POST \/tools\/custom\/echo 200 /);
+    expect(logs).toContain("[REDACTED:SECRET_API_TOKEN]");
+    expect(logs).not.toContain("tok-123456789");
+    expect(logs).not.toContain(first?.token);
+
+    // Closed when the run ended.
+    await expect(fetch(`${first?.url}/health`)).rejects.toThrow();
+  });
+
+  it("a bridge that cannot start (a malformed config) is a harness failure; steps that run no script never start it", async () => {
+    const { wf, ctx, env, home } = setup();
+    mkdirSync(ctx.workspace.dir, { recursive: true });
+    writeFileSync(join(ctx.workspace.dir, "config.json"), "{ not json");
+    const runner = new FakeProcessRunner().on({ command: /python3$/ }, writes());
+    const report = await runWorkflow(ctx, wf, { env, runner });
+    expect(report.steps.map((s) => [s.step_id, s.outcome])).toEqual([
+      ["fetch", "harness_failed"],
+      ["report", "skipped"],
+    ]);
+    expect(report.steps[0]?.error).toMatch(
+      /^harness failure: could not start the tool bridge: .*config\.json is not valid JSON: .*; nothing was recorded against the script$/,
+    );
+    expect(runner.requests).toEqual([]);
+    expect(existsSync(join(home, "learnings", "fetch", "script_metadata.json"))).toBe(false);
+
+    // No script to run: the config is never read.
+    rmSync(join(home, "learnings", "fetch", "main.py"));
+    const missing = await runWorkflow(ctx, wf, { env, runner, only: ["fetch"] });
+    expect(missing.steps.map((s) => s.outcome)).toEqual(["missing_script"]);
+  });
+
+  it("a bridge the caller gives is used as is (not started, not closed)", async () => {
+    const { wf, ctx, env } = setup();
+    mkdirSync(ctx.workspace.dir, { recursive: true });
+    writeFileSync(join(ctx.workspace.dir, "config.json"), "{ not json");
+    const runner = new FakeProcessRunner().on({ command: /python3$/ }, writes());
+    const bridge = { url: "http://127.0.0.1:9", token: "t".repeat(64) };
+    const report = await runWorkflow(ctx, wf, { env, runner, bridge, only: ["fetch"] });
+    expect(report.status).toBe("passed");
+    expect(runner.requests[0]?.env).toMatchObject({ MCP_API_URL: bridge.url, MCP_API_TOKEN: bridge.token });
+  });
+});

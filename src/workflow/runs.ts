@@ -1,0 +1,323 @@
+/**
+ * Workflow runs. A run executes the selected steps in dependency order and never calls a model:
+ * a `learn_code` step runs its saved script (the fast path); a `direct` / `code_exec` step fails
+ * with `needs_model`; a step whose dependency did not pass is `skipped`. Every run is recorded as a
+ * ledger plan (`kind: workflow_run`, one step per selected workflow step, tokens 0) and in the run
+ * tables, each step's ledger transition and run row in one transaction. Scripts reach tools through
+ * one tool bridge per run (run-bridge.ts), started when the first script is about to run and closed
+ * when the run ends, however it ends.
+ */
+import { hostname } from "node:os";
+import { join } from "node:path";
+import type { BridgeConfig } from "../bridge/index.js";
+import { type Clock, systemClock } from "../core/index.js";
+import type { ProcessRunner } from "../exec/index.js";
+import type { Ledger } from "../ledger/index.js";
+import type { SqliteStore, Workspace } from "../store/index.js";
+import { type BridgeEndpoint, type LearnedStepResult, savedLanguage } from "./fast-path.js";
+import { failOpenSteps, recoverInterruptedRuns } from "./interrupt.js";
+import { newRunId, stepOutputDir, workflowHome } from "./layout.js";
+import { resolveMode } from "./modes.js";
+import { executionOrder, selectSteps } from "./order.js";
+import { RunBridge } from "./run-bridge.js";
+import { DEFAULT_STEP_TIMEOUT_SECONDS, LEASE_MARGIN_SECONDS } from "./run-limits.js";
+import { dependencyDirs, ledgerType, notRun, recordStep, runLearnedStepSafely } from "./run-steps.js";
+import { RunStatus, type RunStepOutcome, RunStore } from "./run-store.js";
+import { detectSandbox, type SandboxInfo, type ScriptLanguage } from "./sandbox.js";
+import { resolveSecrets, resolveVariables } from "./secrets.js";
+import { ExecutionMode, StepOutcome, type Workflow, type WorkflowStep } from "./types.js";
+
+/** How a run was started. */
+export const RunTrigger = {
+  Manual: "manual",
+  Schedule: "schedule",
+  Webhook: "webhook",
+  /** `ratchet workflow run-saved`: one saved script outside a full run. */
+  RunSaved: "run_saved",
+} as const;
+export type RunTrigger = (typeof RunTrigger)[keyof typeof RunTrigger];
+
+export interface RunContext {
+  store: SqliteStore;
+  ledger: Ledger;
+  workspace: Workspace;
+}
+
+/** Options of {@link runWorkflow}; all optional. */
+export interface RunWorkflowOptions {
+  /** `--var NAME=value` values (override group, environment and defaults). */
+  vars?: Record<string, string>;
+  /** A variable group of the workflow. */
+  group?: string;
+  /** Only these steps (in dependency order). Dependencies not selected use their newest passing run's outputs. */
+  only?: readonly string[];
+  /** Default `manual`. */
+  trigger?: RunTrigger;
+  /** Time limit of each script in seconds. Default {@link DEFAULT_STEP_TIMEOUT_SECONDS}. */
+  stepTimeoutSeconds?: number;
+  /** Where variables, secrets, PATH… are read from. Default `process.env`. */
+  env?: NodeJS.ProcessEnv;
+  /** The secrets file. Default `<workspace>/.ratchet/secrets`. */
+  secretsFile?: string;
+  /** Cancels the run (SIGINT/SIGTERM in the CLI). */
+  signal?: AbortSignal;
+  runner?: ProcessRunner;
+  clock?: Clock;
+  /**
+   * A running tool bridge for the scripts (the caller starts and closes it). Default: the run starts
+   * its own when the first script is about to run, from `bridgeConfig`, and closes it at the end.
+   */
+  bridge?: BridgeEndpoint;
+  /** Tools of the run's own bridge. Default: the workspace's `.ratchet/config.json` (missing: no tools). */
+  bridgeConfig?: BridgeConfig;
+  /** Called when a step starts and when it finishes (the CLI prints progress). */
+  onProgress?: (p: RunProgress) => void;
+  /** Called once the run is recorded, before any step runs. */
+  onStarted?: (r: { run_id: string; plan_id: string; write_protection: SandboxInfo }) => void;
+}
+
+export type RunProgress =
+  | { kind: "step_started"; step_id: string; mode: ExecutionMode }
+  | { kind: "step_finished"; step: StepReport };
+
+export interface StepReport {
+  step_id: string;
+  ledger_step_id: string;
+  mode: ExecutionMode;
+  fast_path: boolean;
+  outcome: RunStepOutcome;
+  exit_code: number | null;
+  duration_ms: number | null;
+  tokens: number;
+  error: string | null;
+  write_protection: string;
+  metadata_recorded: boolean;
+  output_dir: string | null;
+}
+
+export interface RunReport {
+  run_id: string;
+  workflow_id: string;
+  workflow_path: string;
+  plan_id: string;
+  trigger: RunTrigger;
+  group_name: string | null;
+  status: RunStatus;
+  write_protection: SandboxInfo;
+  steps: StepReport[];
+  /** One line naming the failed steps, null when the run passed. */
+  error: string | null;
+  /** Runs found interrupted (and marked) before this one started. */
+  recovered: string[];
+}
+
+/**
+ * Runs a workflow. Returns the report; a failed step is a `failed` run, not an exception.
+ *
+ * @throws RatchetError before anything is recorded: `usage` (unknown `--only` step),
+ *   `schema_violation` / `invalid_value` / `not_found` (variables, secrets, groups).
+ */
+export async function runWorkflow(
+  ctx: RunContext,
+  wf: Workflow,
+  opts: RunWorkflowOptions = {},
+): Promise<RunReport> {
+  const env = opts.env ?? process.env;
+  const clock = opts.clock ?? systemClock;
+  const timeoutSeconds = opts.stepTimeoutSeconds ?? DEFAULT_STEP_TIMEOUT_SECONDS;
+  const trigger = opts.trigger ?? RunTrigger.Manual;
+
+  // Everything that can refuse the run happens before anything is recorded.
+  const variables = resolveVariables(wf, { cli: opts.vars ?? {}, group: opts.group, env });
+  const secrets = resolveSecrets(wf, {
+    env,
+    secretsFile: opts.secretsFile ?? join(ctx.workspace.dir, "secrets"),
+  });
+  const redactor = ctx.ledger.redactor;
+  for (const [k, v] of Object.entries(secrets)) redactor.add(k, v);
+  const order = executionOrder(wf.steps);
+  const selected = selectSteps(order, opts.only);
+  const byId = new Map(wf.steps.map((s) => [s.id, s]));
+  const modes = new Map(
+    selected.map((id) => [id, resolveMode(byId.get(id) as WorkflowStep, wf.defaults).mode]),
+  );
+
+  const recovered = recoverInterruptedRuns(ctx).map((r) => r.run_id);
+  const runs = new RunStore(ctx.store);
+
+  // Probe only the sandboxes this run needs.
+  const languages = new Set<ScriptLanguage>();
+  for (const id of selected) {
+    if (modes.get(id) !== ExecutionMode.LearnCode) continue;
+    const lang = savedLanguage(wf, id);
+    if (lang) languages.add(lang);
+  }
+  const sandbox = await detectSandbox({ languages: [...languages], env });
+
+  const runId = newRunId(clock.now());
+  const owner = `${process.pid}@${hostname()}`;
+  const { planId, ledgerIds } = ctx.store.tx(() => {
+    const plan = ctx.ledger.publish(
+      {
+        goal: `run ${wf.id} ${runId}`,
+        steps: selected.map((id) => {
+          const step = byId.get(id) as WorkflowStep;
+          const mode = modes.get(id) as ExecutionMode;
+          return {
+            title: `${id} (${mode})`,
+            type: ledgerType(mode),
+            description: step.description,
+          };
+        }),
+      },
+      { kind: "workflow_run", cwd: workflowHome(wf) },
+    );
+    const ids = plan.step_ids.slice(0, selected.length);
+    runs.startRun(
+      {
+        run_id: runId,
+        workflow_id: wf.id,
+        workflow_path: wf.source,
+        plan_id: plan.plan_id,
+        trigger,
+        group_name: opts.group ?? null,
+        owner,
+      },
+      selected.map((id, i) => ({
+        step_id: id,
+        ledger_step_id: ids[i] ?? null,
+        mode: modes.get(id) as string,
+      })),
+    );
+    return { planId: plan.plan_id, ledgerIds: ids };
+  });
+  opts.onStarted?.({ run_id: runId, plan_id: planId, write_protection: sandbox });
+
+  const reports: StepReport[] = [];
+  const outcomeOf = new Map<string, RunStepOutcome>();
+  const leaseSeconds = timeoutSeconds + LEASE_MARGIN_SECONDS;
+  let cancelled = false;
+  // Constructing it costs nothing: the bridge starts only when a script is about to run.
+  const runBridge = opts.bridge
+    ? undefined
+    : new RunBridge({
+        workspaceDir: ctx.workspace.dir,
+        ...(opts.bridgeConfig ? { config: opts.bridgeConfig } : {}),
+        redactor,
+        env,
+      });
+  const bridge = opts.bridge ?? (() => (runBridge as RunBridge).endpoint());
+
+  try {
+    for (const [i, id] of selected.entries()) {
+      const step = byId.get(id) as WorkflowStep;
+      const mode = modes.get(id) as ExecutionMode;
+      const ledgerStepId = ledgerIds[i] as string;
+      opts.onProgress?.({ kind: "step_started", step_id: id, mode });
+
+      let result: LearnedStepResult;
+      const deps = dependencyDirs(wf, runId, step, selected, outcomeOf, runs);
+      if (cancelled || opts.signal?.aborted) {
+        cancelled = true;
+        result = notRun(StepOutcome.Skipped, "the run was cancelled before this step started");
+      } else if ("blocked" in deps) {
+        result = notRun(StepOutcome.Skipped, deps.blocked);
+      } else if (mode !== ExecutionMode.LearnCode) {
+        result = notRun(
+          StepOutcome.NeedsModel,
+          `step ${id} runs in ${mode} mode and needs a model; model-driven steps arrive with the Builder`,
+        );
+      } else {
+        ctx.store.tx(() => {
+          ctx.ledger.start({
+            step_id: ledgerStepId,
+            agent_input: `fast path: saved script of step ${id}`,
+            lease_seconds: leaseSeconds,
+          });
+          runs.startStep(runId, id, { fast_path: true });
+        });
+        result = await runLearnedStepSafely({
+          workflow: wf,
+          step,
+          runId,
+          dependencyDirs: deps.dirs,
+          variables,
+          secrets,
+          bridge,
+          baseEnv: env,
+          timeoutSeconds,
+          groupName: opts.group ?? null,
+          sandbox,
+          redactor,
+          clock,
+          ...(opts.signal ? { signal: opts.signal } : {}),
+          ...(opts.runner ? { runner: opts.runner } : {}),
+        });
+        if (opts.signal?.aborted) cancelled = true;
+      }
+      outcomeOf.set(id, result.outcome);
+      const bridgeLog = runBridge?.takeLog() ?? [];
+      const log =
+        bridgeLog.length > 0 ? `${result.log}\n--- tool bridge ---\n${bridgeLog.join("\n")}` : result.log;
+
+      const report: StepReport = {
+        step_id: id,
+        ledger_step_id: ledgerStepId,
+        mode,
+        fast_path: result.fastPath,
+        outcome: result.outcome,
+        exit_code: result.exitCode,
+        duration_ms: result.durationMs === null ? null : Math.round(result.durationMs),
+        tokens: 0,
+        error: result.error === null ? null : redactor.redact(result.error),
+        write_protection: result.protection,
+        metadata_recorded: result.metadataRecorded,
+        output_dir: result.fastPath ? stepOutputDir(wf, runId, id) : null,
+      };
+      recordStep(ctx, runs, runId, report, log, leaseSeconds);
+      reports.push(report);
+      opts.onProgress?.({ kind: "step_finished", step: report });
+    }
+  } catch (e) {
+    // A bug or an unusable store: close the run so it does not look alive, then report the error.
+    const reason = `run stopped by an internal error: ${e instanceof Error ? e.message : String(e)}`;
+    try {
+      ctx.store.tx(() => {
+        runs.markInterrupted(runId, reason);
+        failOpenSteps(ctx.ledger, ctx.store, planId, reason);
+      });
+    } catch {
+      // the original error is the one to report
+    }
+    throw e;
+  } finally {
+    await runBridge?.close();
+  }
+
+  const failed = reports.filter((r) => r.outcome !== StepOutcome.Passed);
+  const status: RunStatus = cancelled
+    ? RunStatus.Interrupted
+    : failed.length === 0
+      ? RunStatus.Passed
+      : RunStatus.Failed;
+  const error =
+    status === RunStatus.Passed
+      ? null
+      : cancelled
+        ? "the run was cancelled"
+        : `${failed.length} of ${reports.length} step${reports.length === 1 ? "" : "s"} did not pass: ${failed.map((f) => `${f.step_id} (${f.outcome})`).join(", ")}`;
+  runs.finishRun(runId, status, error);
+  return {
+    run_id: runId,
+    workflow_id: wf.id,
+    workflow_path: wf.source,
+    plan_id: planId,
+    trigger,
+    group_name: opts.group ?? null,
+    status,
+    write_protection: sandbox,
+    steps: reports,
+    error,
+    recovered,
+  };
+}

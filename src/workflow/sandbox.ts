@@ -1,0 +1,299 @@
+/**
+ * Write scope at run time. Static review is a lint; this is the boundary: a learned script may
+ * write only under its step output folder (and a private `/tmp`).
+ *
+ * - Python runs under bubblewrap: the whole file system read-only, a fresh `/tmp`, the step output
+ *   folder bound writable, its own pid namespace, killed with its parent. The network stays, so a
+ *   script can reach the loopback tool bridge.
+ * - JavaScript runs under Node's permission model: reads anywhere, writes only under the step
+ *   output folder, no child processes, no workers. The network stays too (`--allow-net` on Node
+ *   versions whose permission model covers the network), for the same reason.
+ *
+ * {@link detectSandbox} probes once per process by actually running the sandbox (`bwrap … true`,
+ * `node --permission -e 0`) and caches the answer. Where neither works the step still runs with
+ * static review only, and the run says so. `RATCHET_SANDBOX=off` turns enforcement off on purpose.
+ */
+import { accessSync, constants, existsSync, statSync } from "node:fs";
+import { delimiter, isAbsolute, join } from "node:path";
+import { buildEnv, type ProcessRunner, realProcessRunner } from "../exec/index.js";
+import { PROBE_TIMEOUT_MS } from "./run-limits.js";
+
+export type ScriptLanguage = "python" | "javascript";
+export type PythonProtection = "bubblewrap" | "none";
+export type JavascriptProtection = "node-permission" | "none";
+
+/** What write protection is active for each script language, and why. */
+export interface SandboxInfo {
+  python: PythonProtection;
+  javascript: JavascriptProtection;
+  /** One sentence per language: what protects writes, or why nothing does. */
+  reason: string;
+  /** Absolute path of `bwrap` when `python` is `bubblewrap`. */
+  bwrapPath?: string;
+  /** The permission flag this Node accepts (`--permission` from Node 22/23, `--experimental-permission` on 20). */
+  nodePermissionFlag?: string;
+  /** Whether this Node accepts `--disable-warning=ExperimentalWarning` (keeps the script's stderr clean). */
+  nodeDisableWarning?: boolean;
+  /**
+   * Whether this Node's permission model covers the network (Node 25+): scripts then get
+   * `--allow-net`, or they could not reach the tool bridge.
+   */
+  nodeAllowNet?: boolean;
+}
+
+export interface DetectSandboxOptions {
+  /** Only probe these languages (the others report `none` with reason "not probed"). Default both. */
+  languages?: readonly ScriptLanguage[];
+  /** Environment to read `PATH` and `RATCHET_SANDBOX` from. Default `process.env`. */
+  env?: NodeJS.ProcessEnv;
+  runner?: ProcessRunner;
+  /** Probe again instead of returning the cached answer. */
+  refresh?: boolean;
+}
+
+const pythonCache = new Map<string, Promise<{ p: PythonProtection; why: string; bwrap?: string }>>();
+const jsCache = new Map<
+  string,
+  Promise<{
+    j: JavascriptProtection;
+    why: string;
+    flag?: string;
+    disableWarning?: boolean;
+    allowNet?: boolean;
+  }>
+>();
+
+/** Whether enforcement was switched off with `RATCHET_SANDBOX=off` (or `none`/`0`/`false`). */
+export function sandboxDisabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  const v = (env.RATCHET_SANDBOX ?? "").trim().toLowerCase();
+  return v === "off" || v === "none" || v === "0" || v === "false";
+}
+
+/** Finds an executable the way a shell would: a path is checked as-is, a bare name in `pathEnv`. */
+export function findExecutable(name: string, pathEnv: string | undefined): string | undefined {
+  const usable = (p: string): boolean => {
+    try {
+      accessSync(p, constants.X_OK);
+      return statSync(p).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (name.includes("/")) return usable(name) ? name : undefined;
+  for (const dir of (pathEnv ?? "").split(delimiter)) {
+    if (!dir || !isAbsolute(dir)) continue;
+    const candidate = join(dir, name);
+    if (usable(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+async function probePython(env: NodeJS.ProcessEnv, runner: ProcessRunner) {
+  const bwrap = findExecutable("bwrap", env.PATH);
+  if (!bwrap)
+    return {
+      p: "none" as const,
+      why: "python: bubblewrap (bwrap) is not installed: writes are not confined",
+    };
+  const r = await runner.run({
+    command: bwrap,
+    args: [
+      "--ro-bind",
+      "/",
+      "/",
+      "--dev",
+      "/dev",
+      "--proc",
+      "/proc",
+      "--tmpfs",
+      "/tmp",
+      "--unshare-pid",
+      "--die-with-parent",
+      "--new-session",
+      "--",
+      "true",
+    ],
+    env: buildEnv({ inherit: "minimal", base: env }),
+    timeoutMs: PROBE_TIMEOUT_MS,
+    maxCaptureBytes: 64 * 1024,
+  });
+  if (r.exitCode === 0) return { p: "bubblewrap" as const, why: `python: bubblewrap (${bwrap})`, bwrap };
+  const detail = r.spawnError?.message ?? (r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`);
+  return {
+    p: "none" as const,
+    why: `python: bubblewrap is installed but cannot start a sandbox here (${detail})`,
+  };
+}
+
+/** Whether this Node's permission model has a network permission (`--allow-net`, Node 25+). */
+export function nodeHasNetPermission(): boolean {
+  return process.allowedNodeEnvironmentFlags.has("--allow-net");
+}
+
+async function probeNode(runner: ProcessRunner) {
+  const allowNet = nodeHasNetPermission();
+  const tries: [string, boolean][] = [
+    ["--permission", true],
+    ["--experimental-permission", true],
+    ["--experimental-permission", false],
+  ];
+  for (const [flag, disableWarning] of tries) {
+    const r = await runner.run({
+      command: process.execPath,
+      args: [
+        flag,
+        ...(disableWarning ? ["--disable-warning=ExperimentalWarning"] : []),
+        "--allow-fs-read=*",
+        ...(allowNet ? ["--allow-net"] : []),
+        "-e",
+        "0",
+      ],
+      env: buildEnv({ inherit: "minimal" }),
+      timeoutMs: PROBE_TIMEOUT_MS,
+      maxCaptureBytes: 64 * 1024,
+    });
+    if (r.exitCode === 0)
+      return {
+        j: "node-permission" as const,
+        why: `javascript: Node permission model (${flag}, Node ${process.version})`,
+        flag,
+        disableWarning,
+        allowNet,
+      };
+  }
+  return {
+    j: "none" as const,
+    why: `javascript: Node ${process.version} has no permission model: writes are not confined`,
+  };
+}
+
+/**
+ * Probes (once per process, cached) which write protection is available for Python and for
+ * JavaScript scripts. Never throws: a failed probe reports `none` with the reason.
+ */
+export async function detectSandbox(opts: DetectSandboxOptions = {}): Promise<SandboxInfo> {
+  const env = opts.env ?? process.env;
+  const runner = opts.runner ?? realProcessRunner;
+  const langs = opts.languages ?? ["python", "javascript"];
+  if (sandboxDisabled(env)) {
+    return {
+      python: "none",
+      javascript: "none",
+      reason: "write protection switched off by RATCHET_SANDBOX=off (static review only)",
+    };
+  }
+  const key = env.PATH ?? "";
+  const reasons: string[] = [];
+  const info: SandboxInfo = { python: "none", javascript: "none", reason: "" };
+  if (langs.includes("python")) {
+    if (opts.refresh || !pythonCache.has(key)) pythonCache.set(key, probePython(env, runner));
+    const p = await (pythonCache.get(key) as ReturnType<typeof probePython>);
+    info.python = p.p;
+    if (p.bwrap) info.bwrapPath = p.bwrap;
+    reasons.push(p.why);
+  } else reasons.push("python: not probed");
+  if (langs.includes("javascript")) {
+    if (opts.refresh || !jsCache.has("node")) jsCache.set("node", probeNode(runner));
+    const j = await (jsCache.get("node") as ReturnType<typeof probeNode>);
+    info.javascript = j.j;
+    if (j.flag) info.nodePermissionFlag = j.flag;
+    if (j.disableWarning !== undefined) info.nodeDisableWarning = j.disableWarning;
+    if (j.allowNet) info.nodeAllowNet = true;
+    reasons.push(j.why);
+  } else reasons.push("javascript: not probed");
+  info.reason = reasons.join("; ");
+  return info;
+}
+
+/** What to run for one learned script. */
+export interface ScriptCommand {
+  language: ScriptLanguage;
+  /** Absolute path of the interpreter (`python3` or `node`). */
+  interpreter: string;
+  /** The script file name inside `codeDir` (`main.py` / `main.mjs`). */
+  script: string;
+  /** Arguments after the script (the dependency output folders). */
+  args: readonly string[];
+  /** The working folder (`STEP_EXECUTION_DIR`). */
+  codeDir: string;
+  /** The only folder the script may write to (`STEP_OUTPUT_DIR`). */
+  outputDir: string;
+  /**
+   * Folders the script must be able to read even when they live under `/tmp` (the sandbox gets a
+   * fresh `/tmp`): the workflow folder, the dependency output folders. Missing ones are skipped.
+   */
+  readDirs?: readonly string[];
+}
+
+/** The command line to spawn, and which protection it carries. */
+export interface WrappedCommand {
+  command: string;
+  args: string[];
+  protection: PythonProtection | JavascriptProtection;
+}
+
+/**
+ * Wraps a script's command line in the write protection `sandbox` says is available. Pure apart
+ * from checking which `readDirs` exist.
+ */
+export function wrapCommand(cmd: ScriptCommand, sandbox: SandboxInfo): WrappedCommand {
+  if (cmd.language === "python") {
+    const direct = ["-B", cmd.script, ...cmd.args];
+    if (sandbox.python !== "bubblewrap" || !sandbox.bwrapPath)
+      return { command: cmd.interpreter, args: direct, protection: "none" };
+    const reads = (cmd.readDirs ?? [])
+      .filter((d) => isAbsolute(d) && existsSync(d))
+      .flatMap((d) => ["--ro-bind", d, d]);
+    return {
+      command: sandbox.bwrapPath,
+      args: [
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        ...reads,
+        "--bind",
+        cmd.outputDir,
+        cmd.outputDir,
+        "--unshare-pid",
+        "--die-with-parent",
+        "--new-session",
+        "--chdir",
+        cmd.codeDir,
+        "--",
+        cmd.interpreter,
+        ...direct,
+      ],
+      protection: "bubblewrap",
+    };
+  }
+  const plain = [cmd.script, ...cmd.args];
+  if (sandbox.javascript !== "node-permission" || !sandbox.nodePermissionFlag)
+    return { command: cmd.interpreter, args: plain, protection: "none" };
+  return {
+    command: cmd.interpreter,
+    args: [
+      sandbox.nodePermissionFlag,
+      ...(sandbox.nodeDisableWarning ? ["--disable-warning=ExperimentalWarning"] : []),
+      "--allow-fs-read=*",
+      `--allow-fs-write=${cmd.outputDir}`,
+      // The tool bridge is on loopback; Node 25+ would refuse every socket without it.
+      ...(sandbox.nodeAllowNet ? ["--allow-net"] : []),
+      ...plain,
+    ],
+    protection: "node-permission",
+  };
+}
+
+/**
+ * Whether a failed sandboxed run failed in bubblewrap itself (before the script started), e.g.
+ * `bwrap: execvp python3: No such file or directory`: a harness failure, not the script's.
+ */
+export function isBwrapSetupFailure(protection: string, exitCode: number | null, stderr: string): boolean {
+  return protection === "bubblewrap" && exitCode === 1 && stderr.startsWith("bwrap: ");
+}
