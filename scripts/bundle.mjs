@@ -2,10 +2,18 @@
 // dominates the start-up of a short CLI write. The entry chunk (dist/bundle/ratchet.mjs) holds
 // the ledger's write path; commands loaded with import() (runs, bridge, review, runner) become
 // separate chunks read only when used. Native and heavy lazily-used packages stay external.
-import { rmSync } from "node:fs";
+import { readdirSync, renameSync, rmSync } from "node:fs";
 import { build } from "rolldown";
 
-rmSync("dist/bundle", { recursive: true, force: true });
+// Built beside the live bundle and swapped in, so a `ratchet` already running keeps loading
+// complete chunks while a rebuild happens.
+const next = `dist/bundle.next-${process.pid}`;
+const old = `dist/bundle.old-${process.pid}`;
+rmSync(next, { recursive: true, force: true });
+// The previous build was kept for processes that were still loading its chunks; drop it now.
+for (const name of readdirSync("dist")) {
+  if (name.startsWith("bundle.old-")) rmSync(`dist/${name}`, { recursive: true, force: true });
+}
 await build({
   input: { ratchet: "dist/cli/main.js" },
   platform: "node",
@@ -21,10 +29,16 @@ await build({
   ],
   logLevel: "warn",
   output: {
-    dir: "dist/bundle",
+    dir: next,
     format: "esm",
     sourcemap: false,
     entryFileNames: "[name].mjs",
     chunkFileNames: "[name]-[hash].mjs",
   },
 });
+try {
+  renameSync("dist/bundle", old);
+} catch {
+  // first build: nothing to move away
+}
+renameSync(next, "dist/bundle");

@@ -183,6 +183,7 @@ function build(setStatus: (n: number) => void): Command {
 
   addRunCommands(program, act, globals);
   addBridgeCommands(program, act, globals);
+  addRunnerCommands(program, act, globals);
 
   return program;
 }
@@ -349,6 +350,62 @@ function addBridgeCommands(
         (await bc()).toolsSpec(names, { ...globals(), ...o }),
       ),
     );
+}
+
+/**
+ * The code runner (src/cli/runner-commands.ts). Loaded on demand: zod and the model client would
+ * slow the start-up of every other command.
+ */
+function addRunnerCommands(
+  program: Command,
+  act: <A extends unknown[]>(fn: (...a: A) => Promise<number>) => (...a: A) => Promise<void>,
+  globals: () => { db?: string },
+): void {
+  const rn = () => import("./runner-commands.js");
+  const runner = program
+    .command("runner")
+    .description("bounded code changes proven in a disposable git worktree against a definition of done");
+  runner
+    .command("dry-run <spec>")
+    .description(
+      "validate a task spec and run the preflight (DoD must fail first); no model call (exit 4 refused)",
+    )
+    .option("--explain-risk", "report allowlist breadth, what the DoD runs, protected paths, dirty overlaps")
+    .option("--json", "machine-readable output")
+    .action(
+      act(async (spec: string, o: { explainRisk?: boolean; json?: boolean }) =>
+        (await rn()).runnerDryRun(spec, o),
+      ),
+    );
+  runner
+    .command("run <spec>")
+    .description("run a task: exit 0 passed, 8 failed, 4 refused by preflight, 2 bad spec")
+    .option("--json", "machine-readable output")
+    .action(
+      act(async (spec: string, o: { json?: boolean }) =>
+        (await rn()).runnerRun(spec, { ...globals(), ...o }),
+      ),
+    );
+  runner
+    .command("status <output_dir>")
+    .description("the state and result of the tasks in an output folder")
+    .option("--tail-events <n>", "also print the last n events")
+    .option("--json", "machine-readable output")
+    .action(
+      act(async (dir: string, o: { tailEvents?: string; json?: boolean }) =>
+        (await rn()).runnerStatus(dir, o),
+      ),
+    );
+  runner
+    .command("watch <output_dir>")
+    .description("print events as they are written until every task is finished")
+    .option("--timeout <seconds>", "give up after this many seconds (exit 8; default 3600)")
+    .action(act(async (dir: string, o: { timeout?: string }) => (await rn()).runnerWatch(dir, o)));
+  runner
+    .command("doctor")
+    .description("check git, python3, the model (configured and reachable), bwrap and leaked worktrees")
+    .option("--json", "machine-readable output")
+    .action(act(async (o: { json?: boolean }) => (await rn()).runnerDoctor(o)));
 }
 
 /** Runs the CLI with `argv` (as `process.argv`) and returns the exit status. */

@@ -1,0 +1,101 @@
+/**
+ * The artifacts of a task in `output_dir`, each file written atomically (temp file + rename);
+ * the two `.jsonl` logs are appended line by line.
+ */
+import { appendFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+/** Task states in `{task_id}.status.json`. Stored as strings; never renamed. */
+export const TaskState = {
+  Preflight: "preflight",
+  Running: "running",
+  Passed: "passed",
+  Failed: "failed",
+  Refused: "refused",
+  Error: "error",
+} as const;
+export type TaskState = (typeof TaskState)[keyof typeof TaskState];
+
+/** The states after which nothing more is written. */
+export const TERMINAL_STATES: readonly TaskState[] = ["passed", "failed", "refused", "error"];
+
+/** Writes `data` to `file` atomically (a temp file in the same folder, then rename). */
+export function writeAtomic(file: string, data: string | Uint8Array): void {
+  const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
+  writeFileSync(tmp, data);
+  renameSync(tmp, file);
+}
+
+/** One event line of `{task_id}.events.jsonl`. */
+export interface TaskEvent {
+  seq: number;
+  time: string;
+  task_id: string;
+  type: string;
+  [key: string]: unknown;
+}
+
+/** The artifact files of one task. */
+export class TaskArtifacts {
+  private seq = 0;
+  constructor(
+    readonly dir: string,
+    readonly taskId: string,
+    private readonly onEvent?: (e: TaskEvent) => void,
+  ) {
+    mkdirSync(dir, { recursive: true });
+  }
+
+  /** Starts the logs of a new run of this task over (a re-run must not mix with the last one). */
+  reset(): void {
+    this.seq = 0;
+    for (const f of ["events.jsonl", "rounds.jsonl", "result.json", "patch"]) {
+      if (existsSync(this.path(f))) rmSync(this.path(f));
+    }
+    writeAtomic(this.path("events.jsonl"), "");
+    writeAtomic(this.path("rounds.jsonl"), "");
+  }
+
+  /** `{dir}/{task_id}.{suffix}`. */
+  path(suffix: string): string {
+    return join(this.dir, `${this.taskId}.${suffix}`);
+  }
+
+  writeJson(suffix: string, value: unknown): void {
+    writeAtomic(this.path(suffix), `${JSON.stringify(value, null, 2)}\n`);
+  }
+
+  writeText(suffix: string, text: string | Uint8Array): void {
+    writeAtomic(this.path(suffix), text);
+  }
+
+  event(type: string, payload: Record<string, unknown> = {}): void {
+    const e: TaskEvent = {
+      seq: ++this.seq,
+      time: new Date().toISOString(),
+      task_id: this.taskId,
+      type,
+      ...payload,
+    };
+    appendFileSync(this.path("events.jsonl"), `${JSON.stringify(e)}\n`);
+    this.onEvent?.(e);
+  }
+
+  round(line: Record<string, unknown>): void {
+    appendFileSync(this.path("rounds.jsonl"), `${JSON.stringify(line)}\n`);
+  }
+
+  status(state: TaskState, extra: Record<string, unknown> = {}): void {
+    this.writeJson("status.json", {
+      task_id: this.taskId,
+      state,
+      updated_at: new Date().toISOString(),
+      ...extra,
+    });
+  }
+}
+
+/** The task ids with a status file among the names of an output folder. Pure. */
+export function taskIdsIn(names: readonly string[]): string[] {
+  return names.filter((n) => n.endsWith(".status.json")).map((n) => n.slice(0, -".status.json".length));
+}

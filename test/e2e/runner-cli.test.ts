@@ -1,0 +1,122 @@
+/** `ratchet runner …` through the built CLI, with the scripted model configured by environment. */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import type { DryRunReport } from "../../src/runner/index.js";
+import { startScriptedModel } from "../../src/testing/scripted-model.js";
+import { assertBuilt, query, ratchet } from "../helpers/cli.js";
+import { calcSpec, fixTurns, GIT_IDENTITY, makeRepo, type TestRepo } from "../helpers/runner-repo.js";
+
+vi.setConfig({ testTimeout: 60_000 });
+beforeAll(() => assertBuilt());
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function setup(over: Record<string, unknown> = {}): { r: TestRepo; spec: string } {
+  const r = makeRepo();
+  cleanups.push(() => r.remove());
+  const spec = join(r.root, "task.json");
+  writeFileSync(spec, JSON.stringify(calcSpec(r, over)));
+  return { r, spec };
+}
+
+const env = (url?: string) => ({
+  ...GIT_IDENTITY,
+  RATCHET_MODEL: url ? "openai-compatible:scripted" : undefined,
+  OPENAI_BASE_URL: url,
+  OPENAI_API_KEY: url ? "sk-test-0000000000" : undefined,
+  RATCHET_DB: undefined,
+});
+
+describe("ratchet runner", () => {
+  it("dry-run --explain-risk reports the preflight and the risk without a model", async () => {
+    const { r, spec } = setup();
+    const res = await ratchet(["runner", "dry-run", spec, "--explain-risk", "--json"], {
+      cwd: r.root,
+      env: env(),
+    });
+    expect(res.status, res.stderr).toBe(0);
+    const report = JSON.parse(res.stdout) as DryRunReport;
+    expect(report.ok).toBe(true);
+    expect(report.dod?.passed).toBe(false);
+    expect(report.risk?.allowlist).toEqual([{ entry: "calc.sh", exists: true, tracked_files: 1 }]);
+    expect(report.risk?.dod.argv).toEqual([["bash", "test_calc.sh"]]);
+    expect(report.risk?.protected_paths).toEqual([{ entry: "test_calc.sh", tracked_files: 1 }]);
+  });
+
+  it("dry-run refuses a vacuous DoD with exit 4; a bad spec exits 2 naming the field", async () => {
+    const { r, spec } = setup({ definition_of_done: { command: "echo fine", assertion: "fine" } });
+    const res = await ratchet(["runner", "dry-run", spec, "--json"], { cwd: r.root, env: env() });
+    expect(res.status).toBe(4);
+    expect(JSON.parse(res.stdout).refusals[0].code).toBe("vacuous_dod");
+    writeFileSync(spec, JSON.stringify({ ...calcSpec(r), allowlist: ["../up.txt"], surprise: 1 }));
+    const bad = await ratchet(["runner", "run", spec], { cwd: r.root, env: env() });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain("surprise");
+  });
+
+  it("run passes (exit 0), then status and watch read the output folder", async () => {
+    const { r, spec } = setup();
+    const model = await startScriptedModel({ script: { turns: fixTurns() } });
+    cleanups.push(() => model.close());
+    const db = join(r.root, "ratchet.db");
+    const res = await ratchet(["--db", db, "runner", "run", spec, "--json"], {
+      cwd: r.root,
+      env: env(model.url),
+    });
+    expect(res.status, res.stderr).toBe(0);
+    const recorded = query<{ type: string }>(
+      { dbPath: db },
+      "SELECT type FROM events WHERE entity_kind = 'runner_task' AND entity_id = 'fix-calc' ORDER BY id",
+    ).map((e) => e.type);
+    expect(recorded[0]).toBe("runner.task_started");
+    expect(recorded.at(-1)).toBe("runner.task_finished");
+    const result = JSON.parse(res.stdout) as Record<string, unknown>;
+    expect(result.status).toBe("passed");
+    expect(result.changed_files).toEqual(["calc.sh"]);
+    const st = await ratchet(["runner", "status", r.out, "--tail-events", "3", "--json"], {
+      cwd: r.root,
+      env: env(),
+    });
+    expect(st.status).toBe(0);
+    const tasks = JSON.parse(st.stdout).tasks as { status: { state: string }; events: unknown[] }[];
+    expect(tasks[0]?.status.state).toBe("passed");
+    expect(tasks[0]?.events).toHaveLength(3);
+    const w = await ratchet(["runner", "watch", r.out, "--timeout", "10"], { cwd: r.root, env: env() });
+    expect(w.status).toBe(0);
+    expect(w.stdout).toContain('"type":"task_finished"');
+  });
+
+  it("run exits 8 when the DoD still fails", async () => {
+    const { r, spec } = setup({ max_rounds: 1 });
+    const model = await startScriptedModel({
+      script: { turns: [{ tool_calls: [{ name: "finish", arguments: { summary: "gave up" } }] }] },
+    });
+    cleanups.push(() => model.close());
+    const res = await ratchet(["runner", "run", spec], { cwd: r.root, env: env(model.url) });
+    expect(res.status, res.stderr).toBe(8);
+    expect(res.stdout).toContain("failed");
+  });
+
+  it("doctor --json checks git, the model, bwrap and leaked worktrees", async () => {
+    const { r } = setup();
+    const model = await startScriptedModel({ script: { turns: [] } });
+    cleanups.push(() => model.close());
+    const res = await ratchet(["runner", "doctor", "--json"], { cwd: r.repo, env: env(model.url) });
+    expect(res.status, res.stdout).toBe(0);
+    const checks = JSON.parse(res.stdout).checks as { name: string; ok: boolean }[];
+    expect(checks.map((c) => c.name)).toEqual([
+      "git",
+      "python3",
+      "model",
+      "model_reachable",
+      "sandbox",
+      "leaked_worktrees",
+    ]);
+    expect(checks.find((c) => c.name === "model_reachable")?.ok).toBe(true);
+    expect(checks.find((c) => c.name === "leaked_worktrees")?.ok).toBe(true);
+  });
+});
