@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // An offline tour of Ratchet in a temporary workspace. Every step is a real `ratchet` command,
 // printed before it runs. Run with `npm run demo`.
-import { spawnSync } from "node:child_process";
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,9 +19,43 @@ function say(text) {
 }
 
 /** Runs `ratchet …` in the workspace, prints it, returns the parsed tail marker. */
-function ratchet(args, { input, expect = [0], quiet = false } = {}) {
+function ratchet(args, { input, expect = [0], quiet = false, env } = {}) {
   console.log(dim(`$ ratchet ${args.join(" ")}${input ? ` <<< '${input}'` : ""}`));
-  const r = spawnSync(process.execPath, [bin, ...args], { cwd: ws, input, encoding: "utf8" });
+  const r = spawnSync(process.execPath, [bin, ...args], {
+    cwd: ws,
+    input,
+    encoding: "utf8",
+    ...(env ? { env: { ...process.env, ...env } } : {}),
+  });
+  return settle(args, r, { expect, quiet });
+}
+
+/**
+ * Like {@link ratchet}, without blocking this process: for a child that talks to a server running
+ * here (the scripted model), which a blocked event loop could not answer.
+ */
+function ratchetAsync(args, { expect = [0], quiet = false, env } = {}) {
+  console.log(dim(`$ ratchet ${args.join(" ")}`));
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, [bin, ...args], {
+      cwd: ws,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d) => {
+      stdout += d;
+    });
+    child.stderr.setEncoding("utf8").on("data", (d) => {
+      stderr += d;
+    });
+    child.on("error", fail);
+    child.on("close", (status) => done(settle(args, { status, stdout, stderr }, { expect, quiet })));
+  });
+}
+
+function settle(args, r, { expect, quiet }) {
   const lines = r.stdout.trimEnd().split("\n");
   const last = lines[lines.length - 1] ?? "";
   if (!quiet) process.stdout.write(r.stdout);
@@ -141,6 +175,106 @@ try {
 
   say("12. The run is recorded: each step's mode, fast path, outcome, tokens (0), duration and exit code");
   ratchet(["runs", "show", runId]);
+
+  say("13. The code runner: a model fixes a bug in a throwaway worktree, proven by the tests (offline)");
+  const repo = join(ws, "calc");
+  mkdirSync(repo);
+  writeFileSync(
+    join(repo, "calc.py"),
+    "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",
+  );
+  writeFileSync(
+    join(repo, "test_calc.py"),
+    [
+      "import unittest",
+      "",
+      "from calc import add, mul",
+      "",
+      "",
+      "class CalcTest(unittest.TestCase):",
+      "    def test_add(self):",
+      "        self.assertEqual(add(2, 3), 5)",
+      "",
+      "    def test_mul(self):",
+      "        self.assertEqual(mul(2, 3), 6)",
+      "",
+      "",
+      'if __name__ == "__main__":',
+      "    unittest.main()",
+      "",
+    ].join("\n"),
+  );
+  const identity = {
+    GIT_AUTHOR_NAME: "Demo",
+    GIT_AUTHOR_EMAIL: "demo@example.invalid",
+    GIT_COMMITTER_NAME: "Demo",
+    GIT_COMMITTER_EMAIL: "demo@example.invalid",
+  };
+  for (const args of [
+    ["init", "-q", "-b", "main"],
+    ["add", "-A"],
+    ["commit", "-q", "-m", "calc with a bug"],
+  ])
+    execFileSync("git", args, { cwd: repo, env: { ...process.env, ...identity } });
+  const spec = join(ws, "fix-add.json");
+  writeFileSync(
+    spec,
+    json({
+      task_id: "fix-add",
+      title: "Fix add() in calc.py",
+      prompt: "add() subtracts; make it add. Do not touch the tests.",
+      backend: "scripted",
+      cwd: repo,
+      output_dir: join(ws, "runner-out"),
+      allowlist: ["calc.py"],
+      protected_paths: ["test_calc.py"],
+      definition_of_done: { command: "python3 -m unittest -q test_calc", assertion: "exit_code == 0" },
+      max_rounds: 2,
+    }),
+  );
+  // The "model" is the scripted model: a local OpenAI-protocol server replaying these turns.
+  const { startScriptedModel } = await import(join(root, "dist", "testing", "scripted-model.js"));
+  const model = await startScriptedModel({
+    script: {
+      turns: [
+        { tool_calls: [{ name: "read_file", arguments: { path: "calc.py" } }] },
+        {
+          tool_calls: [
+            {
+              name: "edit_file",
+              arguments: {
+                path: "calc.py",
+                start_line: 2,
+                end_line: 2,
+                expected_text: "    return a - b",
+                new_text: "    return a + b",
+              },
+            },
+          ],
+        },
+        { tool_calls: [{ name: "finish", arguments: { summary: "add() now adds" } }] },
+      ],
+    },
+  });
+  try {
+    const run = await ratchetAsync(["runner", "run", spec, "--json"], {
+      env: {
+        ...identity,
+        RATCHET_MODEL: "openai-compatible:scripted",
+        OPENAI_BASE_URL: model.url,
+        OPENAI_API_KEY: "sk-demo-0000000000",
+      },
+      quiet: true,
+    });
+    const r = run.marker;
+    console.log(
+      `status ${r.status} (${r.stop_reason}), rounds ${r.rounds}, source unchanged ${r.source_unchanged}`,
+    );
+    if (r.patch_file) process.stdout.write(readFileSync(r.patch_file, "utf8"));
+  } finally {
+    await model.close();
+  }
+  ratchet(["runner", "status", join(ws, "runner-out"), "--tail-events", "3"]);
 
   console.log(`\n${bold("Demo finished.")} Workspace: ${keep ? ws : "(removed; pass --keep to keep it)"}`);
 } finally {

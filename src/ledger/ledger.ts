@@ -215,8 +215,9 @@ export class Ledger {
   }
 
   /** Runs the roll-up for a plan after a non-review transition, inside the caller's transaction. */
-  rollUpPlan(planId: string): RollupReport {
-    const plan = this.requirePlan(planId);
+  rollUpPlan(planId: string, known?: PlanRow): RollupReport {
+    // `known` is the plan row the caller read in this same transaction (saves a lookup).
+    const plan = known ?? this.requirePlan(planId);
     const reviewId = reviewStepId(planId);
     const report: RollupReport = { plan_status: plan.status };
     if (plan.status !== PlanStatus.InProgress) return report;
@@ -493,7 +494,7 @@ export class Ledger {
     return this.store.tx(() => {
       const step = this.requireStep(input.step_id);
       this.#refuseReviewStep(step, "complete-step");
-      this.#requireOpenPlan(step.plan_id, `complete step ${step.step_id}`);
+      const plan = this.#requireOpenPlan(step.plan_id, `complete step ${step.step_id}`);
       if (step.type === StepType.Command && !opts.viaRun) {
         throw new RatchetError(
           ErrorCode.CompleteOnCommand,
@@ -509,7 +510,7 @@ export class Ledger {
         agent_output: this.#red(input.agent_output) ?? step.agent_output,
         ...(opts.exitCode !== undefined ? { exit_code: opts.exitCode } : {}),
       });
-      const rollup = this.rollUpPlan(step.plan_id);
+      const rollup = this.rollUpPlan(step.plan_id, plan);
       return { step_id: step.step_id, plan_id: step.plan_id, status: moved.status, ...rollup };
     });
   }
@@ -521,7 +522,7 @@ export class Ledger {
     return this.store.tx(() => {
       const step = this.requireStep(input.step_id);
       this.#refuseReviewStep(step, "fail-step");
-      this.#requireOpenPlan(step.plan_id, `fail step ${step.step_id}`);
+      const plan = this.#requireOpenPlan(step.plan_id, `fail step ${step.step_id}`);
       checkStepMove(step.step_id, step.status, StepStatus.Failed);
       if (input.log_context) this.addLog(step, "fail", input.log_context);
       if (opts.log) this.#addRunLog(step, opts.log);
@@ -534,7 +535,7 @@ export class Ledger {
         },
         input.reason ? { reason: this.#red(input.reason) } : {},
       );
-      const rollup = this.rollUpPlan(step.plan_id);
+      const rollup = this.rollUpPlan(step.plan_id, plan);
       return {
         step_id: step.step_id,
         plan_id: step.plan_id,
