@@ -87,7 +87,8 @@ export interface LearnedStepResult {
   nonZeroAccepted?: boolean;
 }
 
-function notRun(outcome: StepOutcome, error: string, log = error): LearnedStepResult {
+/** The result of a step whose script did not run (`log` defaults to the error). */
+export function notRun(outcome: StepOutcome, error: string, log = error): LearnedStepResult {
   return {
     outcome,
     fastPath: false,

@@ -4,7 +4,8 @@
  */
 import { existsSync } from "node:fs";
 import { headTail, LOG_HEAD_BYTES, LOG_TAIL_BYTES } from "../core/index.js";
-import { type LearnedStepInput, type LearnedStepResult, runLearnedStep } from "./fast-path.js";
+import { type LearnedStepInput, type LearnedStepResult, notRun, runLearnedStep } from "./fast-path.js";
+
 import { stepOutputDir } from "./layout.js";
 import type { RunStepOutcome, RunStore } from "./run-store.js";
 import type { RunContext, StepReport } from "./runs.js";
@@ -19,21 +20,6 @@ export function ledgerType(mode: ExecutionMode): "CODE" | "SUB_AGENT" {
 export function ledgerLog(text: string): { kind: string; text: string; full?: string } {
   const cut = headTail(text, LOG_HEAD_BYTES, LOG_TAIL_BYTES);
   return { kind: "run", text: cut.text, ...(cut.truncated ? { full: text } : {}) };
-}
-
-/** The result of a step that did not run a script. */
-export function notRun(outcome: StepOutcome, error: string): LearnedStepResult {
-  return {
-    outcome,
-    fastPath: false,
-    exitCode: null,
-    durationMs: null,
-    error,
-    log: error,
-    protection: "none",
-    failureReason: null,
-    metadataRecorded: false,
-  };
 }
 
 /** Closes the step in the ledger (with its log) and in the run tables, in one transaction. */
