@@ -15,7 +15,7 @@ for (const name of readdirSync("dist")) {
   if (name.startsWith("bundle.old-")) rmSync(`dist/${name}`, { recursive: true, force: true });
 }
 await build({
-  input: { ratchet: "dist/cli/main.js" },
+  input: { ratchet: "dist/cli/entry.js" },
   platform: "node",
   external: [
     "better-sqlite3",

@@ -1,0 +1,33 @@
+import { describe, expect, it } from "vitest";
+import { plainWriteFlow } from "./entry.js";
+
+describe("plainWriteFlow: which command lines skip building the full CLI", () => {
+  it.each([
+    [["step", "start", "in.json"], { op: "start-step", input: "in.json" }],
+    [["step", "run", "-"], { op: "run-step", input: "-" }],
+    [["plan", "review-close", "x.json"], { op: "agent-review-close", input: "x.json" }],
+    [["metric", "record", "m.json"], { op: "record-metric", input: "m.json" }],
+    [["--db", "/tmp/l.db", "step", "fail", "f.json"], { op: "fail-step", input: "f.json", db: "/tmp/l.db" }],
+    [
+      ["--db=/tmp/l.db", "plan", "publish", "p.yaml"],
+      { op: "publish-plan", input: "p.yaml", db: "/tmp/l.db" },
+    ],
+  ])("%j is a write flow", (args, expected) => {
+    expect(plainWriteFlow(args)).toEqual(expected);
+  });
+
+  it.each([
+    [[]],
+    [["--help"]],
+    [["step", "start"]],
+    [["step", "start", "--help"]],
+    [["step", "start", "a.json", "extra"]],
+    [["step", "apply", "ops.jsonl"]],
+    [["plan", "show", "p-1"]],
+    [["plan", "sweep", "in.json"]],
+    [["--db=", "step", "start", "a.json"]],
+    [["--version"]],
+  ])("%j goes to the full CLI", (args) => {
+    expect(plainWriteFlow(args)).toBeUndefined();
+  });
+});
