@@ -88,6 +88,36 @@ export function findExecutable(name: string, pathEnv: string | undefined): strin
   return undefined;
 }
 
+/**
+ * bubblewrap's command line: the whole file system read-only, fresh /dev, /proc and /tmp, then
+ * `binds` (read-only extras and the one writable output folder), its own pid namespace and session,
+ * killed with its parent. The network is shared so scripts reach the loopback tool bridge.
+ */
+function bwrapArgs(
+  binds: readonly string[],
+  chdir: string | undefined,
+  command: readonly string[],
+): string[] {
+  return [
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--tmpfs",
+    "/tmp",
+    ...binds,
+    "--unshare-pid",
+    "--die-with-parent",
+    "--new-session",
+    ...(chdir ? ["--chdir", chdir] : []),
+    "--",
+    ...command,
+  ];
+}
+
 async function probePython(env: NodeJS.ProcessEnv, runner: ProcessRunner) {
   const bwrap = findExecutable("bwrap", env.PATH);
   if (!bwrap)
@@ -97,22 +127,8 @@ async function probePython(env: NodeJS.ProcessEnv, runner: ProcessRunner) {
     };
   const r = await runner.run({
     command: bwrap,
-    args: [
-      "--ro-bind",
-      "/",
-      "/",
-      "--dev",
-      "/dev",
-      "--proc",
-      "/proc",
-      "--tmpfs",
-      "/tmp",
-      "--unshare-pid",
-      "--die-with-parent",
-      "--new-session",
-      "--",
-      "true",
-    ],
+    // The probe starts the same sandbox a script gets, so a pass means scripts can run in it.
+    args: bwrapArgs([], undefined, ["true"]),
     env: buildEnv({ inherit: "minimal", base: env }),
     timeoutMs: PROBE_TIMEOUT_MS,
     maxCaptureBytes: 64 * 1024,
@@ -246,29 +262,10 @@ export function wrapCommand(cmd: ScriptCommand, sandbox: SandboxInfo): WrappedCo
       .flatMap((d) => ["--ro-bind", d, d]);
     return {
       command: sandbox.bwrapPath,
-      args: [
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--tmpfs",
-        "/tmp",
-        ...reads,
-        "--bind",
-        cmd.outputDir,
-        cmd.outputDir,
-        "--unshare-pid",
-        "--die-with-parent",
-        "--new-session",
-        "--chdir",
-        cmd.codeDir,
-        "--",
+      args: bwrapArgs([...reads, "--bind", cmd.outputDir, cmd.outputDir], cmd.codeDir, [
         cmd.interpreter,
         ...direct,
-      ],
+      ]),
       protection: "bubblewrap",
     };
   }
