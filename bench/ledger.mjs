@@ -48,7 +48,7 @@ const lifecyclesPerSec = LIFECYCLES / (ledgerMs / 1000);
 // Baseline: the bare SQL of the same two transactions.
 const bdb = openSqlite(join(tempDir("a0"), "base.db"), { create: true, migrations: [] });
 bdb.exec(
-  "CREATE TABLE s (id INTEGER PRIMARY KEY, status TEXT, updated TEXT); CREATE TABLE e (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT, payload TEXT)",
+  "CREATE TABLE s (id INTEGER PRIMARY KEY, status TEXT, updated TEXT); CREATE TABLE e (id INTEGER PRIMARY KEY, at TEXT, payload TEXT)",
 );
 const ins = bdb.prepare("INSERT INTO s (id, status, updated) VALUES (?, 'PENDING', ?)");
 for (let i = 0; i < LIFECYCLES; i++) ins.run(i, "");

@@ -25,6 +25,8 @@ export {
   MAX_TEXT_CHARS,
   MAX_TITLE_CHARS,
   SQLITE_BUSY_TIMEOUT_MS,
+  SQLITE_PAGE_SIZE,
+  SQLITE_WAL_CHECKPOINT_BYTES,
 } from "./limits.js";
 export { MIN_SECRET_LENGTH, Redactor } from "./redact.js";
 export type { Infer, Schema } from "./schema.js";

@@ -165,6 +165,8 @@ export class Ledger {
       updated_at: now,
       ...(to !== PlanStatus.InProgress ? { finished_at: now } : {}),
     });
+    // A closed plan holds no leases: the sweep only walks open plans.
+    if (to !== PlanStatus.InProgress) this.store.releaseLeases(plan.plan_id);
     this.store.appendEvent({
       entityKind: "plan",
       entityId: plan.plan_id,

@@ -167,6 +167,8 @@ export interface Store {
   childrenOf(stepId: string): StepRow[];
   /** Non-review steps of a plan not yet terminal (PENDING, IN_PROGRESS, NEEDS_REVIEW). */
   countOpenSteps(planId: string): number;
+  /** Clears the leases still held by steps of a plan (called when the plan closes). */
+  releaseLeases(planId: string): number;
   /** IN_PROGRESS steps whose lease expired before `nowMs`. */
   expiredLeases(nowMs: number, planId?: string): StepRow[];
 

@@ -171,4 +171,30 @@ CREATE TABLE workflow_step_runs (
 CREATE INDEX workflow_step_runs_step ON workflow_step_runs(step_id, outcome);
 `,
   },
+  {
+    id: 3,
+    name: "lean step transitions",
+    // A step transition used to write six pages: the step, the lease index, the event, the event's
+    // plan index and sqlite_sequence (AUTOINCREMENT). Events are never deleted, so a plain INTEGER
+    // PRIMARY KEY already hands out ever-increasing ids; and a sweep finds expired leases through
+    // the open plans (plans_status) and their steps (steps_plan) instead of an index every start
+    // and finish has to update.
+    sql: `
+CREATE TABLE events_v3 (
+  id           INTEGER PRIMARY KEY,
+  at           TEXT NOT NULL,
+  entity_kind  TEXT NOT NULL,
+  entity_id    TEXT NOT NULL,
+  plan_id      TEXT,
+  type         TEXT NOT NULL,
+  payload      TEXT NOT NULL
+);
+INSERT INTO events_v3 (id, at, entity_kind, entity_id, plan_id, type, payload)
+  SELECT id, at, entity_kind, entity_id, plan_id, type, payload FROM events ORDER BY id;
+DROP TABLE events;
+ALTER TABLE events_v3 RENAME TO events;
+CREATE INDEX events_plan ON events(plan_id, id);
+DROP INDEX steps_lease;
+`,
+  },
 ];

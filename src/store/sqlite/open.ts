@@ -1,7 +1,13 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
-import { ErrorCode, RatchetError, SQLITE_BUSY_TIMEOUT_MS } from "../../core/index.js";
+import {
+  ErrorCode,
+  RatchetError,
+  SQLITE_BUSY_TIMEOUT_MS,
+  SQLITE_PAGE_SIZE,
+  SQLITE_WAL_CHECKPOINT_BYTES,
+} from "../../core/index.js";
 import { MIGRATIONS, type Migration } from "./migrations.js";
 
 export type SqliteDb = Database.Database;
@@ -27,7 +33,11 @@ export function openSqlite(
     );
   }
   db.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+  // The page size can only be chosen while the file is empty (before WAL mode writes its header).
+  if (db.pragma("page_count", { simple: true }) === 0) db.pragma(`page_size = ${SQLITE_PAGE_SIZE}`);
   db.pragma("journal_mode = WAL");
+  const pageSize = db.pragma("page_size", { simple: true }) as number;
+  db.pragma(`wal_autocheckpoint = ${Math.max(1000, Math.floor(SQLITE_WAL_CHECKPOINT_BYTES / pageSize))}`);
   db.pragma("synchronous = NORMAL");
   db.pragma("foreign_keys = ON");
   migrate(db, opts.migrations ?? MIGRATIONS);

@@ -201,11 +201,20 @@ export class SqliteStore implements Store {
     return r.n;
   }
 
+  releaseLeases(planId: string): number {
+    this.#requireTx("releaseLeases");
+    return this.#stmt(
+      "UPDATE steps SET lease_holder = NULL, lease_expires_at = NULL WHERE plan_id = ? AND lease_expires_at IS NOT NULL",
+    ).run(planId).changes;
+  }
+
   expiredLeases(nowMs: number, planId?: string): StepRow[] {
+    // Only open plans can hold a live lease: walk them (plans_status) and their steps (steps_plan),
+    // so the cost follows the work in flight, not the size of the store.
     const sql = planId
-      ? "SELECT * FROM steps WHERE status = 'IN_PROGRESS' AND lease_expires_at IS NOT NULL AND lease_expires_at < ? AND plan_id = ? ORDER BY lease_expires_at"
-      : "SELECT * FROM steps WHERE status = 'IN_PROGRESS' AND lease_expires_at IS NOT NULL AND lease_expires_at < ? ORDER BY lease_expires_at";
-    return (planId ? this.#stmt(sql).all(nowMs, planId) : this.#stmt(sql).all(nowMs)) as StepRow[];
+      ? "SELECT * FROM steps WHERE plan_id = ? AND status = 'IN_PROGRESS' AND lease_expires_at IS NOT NULL AND lease_expires_at < ? ORDER BY lease_expires_at"
+      : "SELECT s.* FROM plans p JOIN steps s ON s.plan_id = p.plan_id WHERE p.status = 'IN_PROGRESS' AND s.status = 'IN_PROGRESS' AND s.lease_expires_at IS NOT NULL AND s.lease_expires_at < ? ORDER BY s.lease_expires_at";
+    return (planId ? this.#stmt(sql).all(planId, nowMs) : this.#stmt(sql).all(nowMs)) as StepRow[];
   }
 
   insertLog(l: Omit<StepLogRow, "id">): number {
