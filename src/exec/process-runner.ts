@@ -4,8 +4,9 @@
  * See ARCHITECTURE.md for the lifecycle and the kill ladder.
  */
 
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { closeSync, openSync, writeSync } from "node:fs";
+import { createRequire } from "node:module";
 import { HeadTailCapture } from "./capture.js";
 import { POST_KILL_WAIT_MS, STREAM_CLOSE_GRACE_MS } from "./limits.js";
 import {
@@ -26,6 +27,15 @@ import {
   type SpawnError,
 } from "./run-request.js";
 import type { ProcessRunner, RunRequest, RunResult } from "./types.js";
+
+// node:child_process (with net, dgram and the stream stack behind it) is loaded on the first spawn,
+// not at import: most ledger CLI writes never spawn, and loading it costs a few milliseconds.
+const requireBuiltin = createRequire(import.meta.url);
+let childProcessModule: typeof import("node:child_process") | undefined;
+function childProcess(): typeof import("node:child_process") {
+  childProcessModule ??= requireBuiltin("node:child_process") as typeof import("node:child_process");
+  return childProcessModule;
+}
 
 /** Appends all of `chunk` to `fd`. */
 function writeAll(fd: number, chunk: Uint8Array): void {
@@ -69,7 +79,7 @@ export function runProcess(req: RunRequest): Promise<RunResult> {
 
   let child: ChildProcess;
   try {
-    child = spawn(c.command, c.args, {
+    child = childProcess().spawn(c.command, c.args, {
       cwd: c.cwd,
       env: c.env,
       detached: true,

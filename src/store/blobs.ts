@@ -1,4 +1,3 @@
-import { createHash, randomBytes } from "node:crypto";
 import {
   closeSync,
   existsSync,
@@ -9,8 +8,17 @@ import {
   renameSync,
   writeSync,
 } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { ErrorCode, RatchetError } from "../core/index.js";
+
+// node:crypto is loaded when a blob is first written: most ledger CLI writes store none.
+const requireBuiltin = createRequire(import.meta.url);
+let cryptoModule: typeof import("node:crypto") | undefined;
+function crypto(): typeof import("node:crypto") {
+  cryptoModule ??= requireBuiltin("node:crypto") as typeof import("node:crypto");
+  return cryptoModule;
+}
 
 const HASH_RE = /^[0-9a-f]{64}$/;
 
@@ -24,12 +32,12 @@ export class BlobStore {
   /** Stores `content` and returns its hash. Storing the same bytes twice is a no-op. */
   put(content: string | Uint8Array): string {
     const bytes = typeof content === "string" ? Buffer.from(content, "utf8") : content;
-    const hash = createHash("sha256").update(bytes).digest("hex");
+    const hash = crypto().createHash("sha256").update(bytes).digest("hex");
     const path = this.pathOf(hash);
     if (existsSync(path)) return hash;
     const folder = join(this.dir, hash.slice(0, 2));
     mkdirSync(folder, { recursive: true });
-    const tmp = join(folder, `.tmp-${process.pid}-${randomBytes(6).toString("hex")}`);
+    const tmp = join(folder, `.tmp-${process.pid}-${crypto().randomBytes(6).toString("hex")}`);
     const fd = openSync(tmp, "w", 0o644);
     try {
       writeSync(fd, bytes);

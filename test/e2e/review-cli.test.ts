@@ -11,7 +11,7 @@ import { assertBuilt, type CliResult, makeTempDir, ROOT, ratchet } from "../help
 vi.setConfig({ testTimeout: 120_000 });
 
 const FIXTURES = join(ROOT, "test", "fixtures", "review");
-const BUNDLE = join(ROOT, "dist", "bundle", "ratchet.mjs");
+const BUNDLE = join(ROOT, "dist", "bundle", "ratchet.cjs");
 let dir: string;
 
 beforeAll(() => {

@@ -22,9 +22,9 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..")
 export const BIN = join(ROOT, "bin", "ratchet.js");
 export const BUILT_MAIN = join(ROOT, "dist", "cli", "main.js");
 
-/** The built module `bin/ratchet.js` loads (e.g. `dist/bundle/ratchet.mjs`). */
+/** The built module `bin/ratchet.js` loads (e.g. `dist/bundle/ratchet.cjs`). */
 function binTarget(): string | undefined {
-  const m = /from\s+["'](\.\.\/dist\/[^"']+)["']/.exec(readFileSync(BIN, "utf8"));
+  const m = /(?:from\s+|require\()["'](\.\.\/dist\/[^"']+)["']/.exec(readFileSync(BIN, "utf8"));
   return m?.[1] ? resolve(dirname(BIN), m[1]) : undefined;
 }
 
