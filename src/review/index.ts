@@ -4,6 +4,7 @@
  * (run-time write scope is). See ARCHITECTURE.md and docs/review.md.
  */
 
+export { cachedReviewer, REVIEW_ENGINE_REVISION, type Reviewer, reviewCacheKey } from "./cache.js";
 export { formatReport } from "./format.js";
 export { MAX_SCRIPT_BYTES } from "./limits.js";
 export { countLines, reviewScript } from "./review.js";

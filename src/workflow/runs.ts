@@ -13,6 +13,7 @@ import type { BridgeConfig } from "../bridge/index.js";
 import { type Clock, systemClock } from "../core/index.js";
 import type { ProcessRunner } from "../exec/index.js";
 import type { Ledger } from "../ledger/index.js";
+import { cachedReviewer } from "../review/cache.js";
 import type { SqliteStore, Workspace } from "../store/index.js";
 import { type BridgeEndpoint, type LearnedStepResult, notRun, savedLanguage } from "./fast-path.js";
 import { failOpenSteps, recoverInterruptedRuns } from "./interrupt.js";
@@ -144,6 +145,8 @@ export async function runWorkflow(
 
   const recovered = recoverInterruptedRuns(ctx).map((r) => r.run_id);
   const runs = new RunStore(ctx.store);
+  // Reports of unchanged scripts come from the workspace's review cache (see review/cache.ts).
+  const review = cachedReviewer(join(ctx.workspace.dir, "cache", "review"));
 
   // Probe only the sandboxes this run needs.
   const languages = new Set<ScriptLanguage>();
@@ -250,6 +253,7 @@ export async function runWorkflow(
           sandbox,
           redactor,
           clock,
+          review,
           ...(opts.signal ? { signal: opts.signal } : {}),
           ...(opts.runner ? { runner: opts.runner } : {}),
         });
