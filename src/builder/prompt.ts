@@ -103,6 +103,7 @@ export function repairFeedback(t: TaskFacts, r: RepairFacts): string {
     findings,
     `Last run: exit code ${r.lastExitCode ?? "none (did not finish)"}. Output (head and tail):\n${headTailChars(r.lastOutput, FEEDBACK_OUTPUT_HEAD_CHARS, FEEDBACK_OUTPUT_TAIL_CHARS) || "(no output)"}`,
     "Fix main.py, run it with run_script, and call finish when it works.",
+    NO_FABRICATION_RULE,
   ].join("\n\n");
 }
 
