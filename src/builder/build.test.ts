@@ -253,10 +253,27 @@ describe("ratchet build (scripted model)", () => {
     expect(run.steps[0]?.error).toContain("contract changed: rebuild with `ratchet build`");
     expect(run.steps[0]?.error).toContain("description");
     expect(model.requests().length).toBe(n); // runs never repair
-    // Rebuilding records the new contract; the next run passes.
+    // Rebuilding checks the saved script against the new contract (it still passes: no model call)
+    // and records the new contract; the next run passes.
     const rebuilt = await buildStep(f.ctx, f.wf(), "report", { env: f.env, model: clientOf(model) });
     expect(rebuilt.verdict).toBe("passed");
+    expect(
+      rebuilt.attempts.map((a) => a.kind),
+      JSON.stringify(rebuilt.attempts),
+    ).toEqual(["fast_path"]);
+    expect(rebuilt.saved).toMatchObject({ changed: false, script_version: 1 });
+    expect(model.requests().length).toBe(n);
     const again = await runWorkflow(f.ctx, f.wf(), { env: f.env });
     expect(again.status).toBe("passed");
+    // A contract the script no longer meets (a new required field) sends the Builder to repair.
+    f.writeWorkflow(
+      workflowYaml().replace("min_length: 2 }", "min_length: 2 }, { path: $.week, must_exist: true, value_type: string }"),
+    );
+    const broken = await runWorkflow(f.ctx, f.wf(), { env: f.env });
+    expect(broken.steps[0]?.outcome).toBe("contract_changed");
+    const repaired = await buildStep(f.ctx, f.wf(), "report", { env: f.env, model: clientOf(model) });
+    expect(repaired.attempts[0]).toMatchObject({ kind: "fast_path", outcome: "validation_failed" });
+    expect(repaired.attempts[1]?.kind).toBe("repair");
+    expect(model.requests().length).toBeGreaterThan(n);
   });
 });

@@ -334,7 +334,19 @@ export async function buildStep(
   try {
     // Attempt 1: the saved script on the fast path, or the first agent.
     if (hasSaved) {
-      const run = await runLearnedStep(runInput);
+      let run = await runLearnedStep(runInput);
+      // The repairs start from the saved folder (the fast path copied it into code/, unless it
+      // stopped before: a changed contract).
+      if (!existsSync(join(codeDir, SCRIPT)) && saved) {
+        mkdirSync(codeDir, { recursive: true });
+        copyFileSync(saved.path, join(codeDir, SCRIPT));
+      }
+      const recheck = run.outcome === "contract_changed" && !locked;
+      if (recheck) {
+        // The contract changed: check the saved script against the new one before calling a model.
+        const w = await evaluate();
+        run = { ...w, log: `${run.error}\n--- the saved script against the new contract ---\n${w.log}` };
+      }
       const passed = run.outcome === "passed";
       const more = !passed && !locked;
       await close(
@@ -343,13 +355,8 @@ export async function buildStep(
         undefined,
         more ? `attempt 2: repair 1 of ${MAX_REPAIR_ITERATIONS}` : undefined,
       );
-      if (passed) notSaved = "the saved script passes: nothing to build";
+      if (passed && !recheck) notSaved = "the saved script passes: nothing to build";
       else if (locked) notSaved = "lock_code is set: no repair, nothing saved";
-      // The repairs start from the saved folder, already copied into code/.
-      if (!existsSync(join(codeDir, SCRIPT)) && saved) {
-        mkdirSync(codeDir, { recursive: true });
-        copyFileSync(saved.path, join(codeDir, SCRIPT));
-      }
       previous = readIf(join(codeDir, SCRIPT));
     } else if (locked) {
       await close(
