@@ -38,6 +38,8 @@ export async function runAgent(opts: {
   signal?: AbortSignal;
 }): Promise<AgentResult> {
   const log: string[] = [];
+  // Counted from the replies, so that tokens spent before a failed call are not lost.
+  let spent = 0;
   try {
     const r = await runToolLoop({
       client: opts.client,
@@ -47,9 +49,10 @@ export async function runAgent(opts: {
       limits: opts.limits,
       ...(opts.signal ? { signal: opts.signal } : {}),
       onEvent: (e) => {
-        if (e.type === "model_reply")
+        if (e.type === "model_reply") {
+          spent += e.usage.inputTokens + e.usage.outputTokens;
           for (const c of e.toolCalls) log.push(`round ${e.round}: ${c.name}(${short(c.args)})`);
-        else if (e.type === "tool_result" && e.isError)
+        } else if (e.type === "tool_result" && e.isError)
           log.push(`  ${e.name} error: ${short(e.content, 400)}`);
         else if (e.type === "stop") log.push(`stop: ${e.stopReason} (${e.detail})`);
       },
@@ -69,7 +72,7 @@ export async function runAgent(opts: {
     return {
       stopReason: "model_error",
       stopDetail: message,
-      tokens: 0,
+      tokens: spent,
       rounds: 0,
       summary: undefined,
       finalText: "",

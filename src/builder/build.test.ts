@@ -17,6 +17,7 @@ import {
   workflowYaml,
   writesScript,
 } from "../../test/helpers/builder.js";
+import { ErrorCode, RatchetError } from "../core/index.js";
 import { RunStore, RunTrigger, runWorkflow } from "../workflow/index.js";
 import { buildStep } from "./build.js";
 import { createModelStepRunner } from "./model-steps.js";
@@ -267,7 +268,10 @@ describe("ratchet build (scripted model)", () => {
     expect(again.status).toBe("passed");
     // A contract the script no longer meets (a new required field) sends the Builder to repair.
     f.writeWorkflow(
-      workflowYaml().replace("min_length: 2 }", "min_length: 2 }, { path: $.week, must_exist: true, value_type: string }"),
+      workflowYaml().replace(
+        "min_length: 2 }",
+        "min_length: 2 }, { path: $.week, must_exist: true, value_type: string }",
+      ),
     );
     const broken = await runWorkflow(f.ctx, f.wf(), { env: f.env });
     expect(broken.steps[0]?.outcome).toBe("contract_changed");
@@ -275,5 +279,40 @@ describe("ratchet build (scripted model)", () => {
     expect(repaired.attempts[0]).toMatchObject({ kind: "fast_path", outcome: "validation_failed" });
     expect(repaired.attempts[1]?.kind).toBe("repair");
     expect(model.requests().length).toBeGreaterThan(n);
+  });
+
+  it("needs a model only when an agent must write: no model configured fails clearly and closes the attempt", async () => {
+    const f = builderFixture();
+    const fail = () => {
+      throw new RatchetError(ErrorCode.InvalidValue, "no model configured: set RATCHET_MODEL", {
+        field: "RATCHET_MODEL",
+      });
+    };
+    await expect(buildStep(f.ctx, f.wf(), "report", { env: f.env, model: fail })).rejects.toMatchObject({
+      code: "invalid_value",
+    });
+    const plans = f.ctx.store.listPlans({ limit: 5 });
+    expect(plans[0]?.status).toBe("FAILED");
+    // A passing saved script needs no model at all.
+    f.save("report", GOOD);
+    const r = await buildStep(f.ctx, f.wf(), "report", { env: f.env, model: fail });
+    expect(r.verdict).toBe("passed");
+  });
+
+  it("Ctrl-C cancels a build: the agent stops, nothing is saved, no attempt is left open", async () => {
+    const f = builderFixture();
+    const model = await scripted({ turns: [], default: { ...writesScript(GOOD), delay_ms: 5000 } });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    const r = await buildStep(f.ctx, f.wf(), "report", {
+      env: f.env,
+      model: clientOf(model),
+      signal: controller.signal,
+    });
+    expect(r.verdict).toBe("failed");
+    expect(r.saved).toBeNull();
+    expect(r.not_saved_reason).toMatch(/cancelled/);
+    expect(model.requests()).toHaveLength(1);
+    expect(f.ctx.store.getPlan(r.plan_id)?.status).toBe("FAILED");
   });
 });

@@ -390,7 +390,8 @@ export async function buildStep(
 
     // Repairs: each a fresh agent with exactly the spec's feedback.
     if (notSaved === null) {
-      for (let i = 1; i <= MAX_REPAIR_ITERATIONS && lastRun?.outcome !== "passed"; i++) {
+      const cancelled = () => opts.signal?.aborted === true;
+      for (let i = 1; i <= MAX_REPAIR_ITERATIONS && lastRun?.outcome !== "passed" && !cancelled(); i++) {
         const findings = (lastRun?.review?.findings ?? [])
           .filter((f) => f.severity === "blocking")
           .map((f) => ({ line: f.line, rule: f.rule, message: f.message, fix: f.fix }));
@@ -418,13 +419,15 @@ export async function buildStep(
       const verdictPassed = lastRun?.outcome === "passed";
 
       // Save-back of the latest learned script (before any code_exec attempt touches code/).
-      const saveResult = await saveBack(learnedScript, verdictPassed);
+      const saveResult = cancelled()
+        ? { saved: null, reason: "the build was cancelled: nothing saved" }
+        : await saveBack(learnedScript, verdictPassed);
       savedInfo = saveResult.saved;
       notSaved = saveResult.reason;
 
       // Repairs exhausted: plain code_exec attempts, an authoring aid only.
       if (!verdictPassed) {
-        for (let i = 1; i <= CODE_EXEC_FALLBACK_ATTEMPTS; i++) {
+        for (let i = 1; i <= CODE_EXEC_FALLBACK_ATTEMPTS && !cancelled(); i++) {
           const a = await agent("code_exec", initialTask(facts, true));
           const run = await evaluateOrMissing(evaluate, codeDir);
           await close(
@@ -438,6 +441,10 @@ export async function buildStep(
         }
       }
     }
+    if (opts.signal?.aborted) recorder.abort("the build was cancelled");
+  } catch (e) {
+    recorder.abort(`build stopped: ${e instanceof Error ? e.message : String(e)}`);
+    throw e;
   } finally {
     await runBridge.close();
   }

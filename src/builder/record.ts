@@ -93,6 +93,20 @@ export class AttemptRecorder {
     });
   }
 
+  /**
+   * Fails the attempt in progress when a build stops on an error (no model configured, a store or
+   * file system failure), so the plan does not look alive. Never throws.
+   */
+  abort(reason: string): void {
+    try {
+      const step = this.#store.getStep(this.#current);
+      if (step && (step.status === "IN_PROGRESS" || step.status === "PENDING"))
+        this.close({ passed: false, summary: reason, log: reason, tokens: 0, exitCode: null });
+    } catch {
+      // the error being reported is the one that matters
+    }
+  }
+
   /** The plan's status after the last attempt closed. */
   status(): string {
     return this.#store.getPlan(this.planId)?.status ?? "UNKNOWN";
