@@ -315,4 +315,63 @@ describe("ratchet build (scripted model)", () => {
     expect(model.requests()).toHaveLength(1);
     expect(f.ctx.store.getPlan(r.plan_id)?.status).toBe("FAILED");
   });
+
+  it("builds an orchestrator: its script is tried with real sub-agents, whose tokens count toward the attempt", async () => {
+    const f = builderFixture(
+      workflowYaml(
+        [],
+        [
+          "  - id: triage",
+          "    description: delegate the todo to the research route and write results.json",
+          "    predefined_routes: [{ id: research, description: look things up }]",
+          "    validation: { files: [{ file_name: results.json, must_exist: true }] }",
+        ],
+      ),
+    );
+    const script = [
+      "import json",
+      "import os",
+      "from ratchet_tools import call_custom",
+      "",
+      'r = call_custom("call_sub_agent", {"route_id": "research", "todo_id": "t1", "instructions": "find the capital"})',
+      'with open(os.path.join(os.environ["STEP_OUTPUT_DIR"], "results.json"), "w") as out:',
+      "    json.dump(r, out)",
+      "",
+    ].join("\n");
+    const model = await scripted({
+      turns: [
+        {
+          match: { contains: "Todo t1" },
+          tool_calls: [{ name: "finish", arguments: { summary: "Paris" } }],
+          usage: { prompt_tokens: 30, completion_tokens: 3 },
+        },
+        writesScript(script),
+      ],
+    });
+    const r = await buildStep(f.ctx, f.wf(), "triage", { env: f.env, model: clientOf(model) });
+    expect(r.verdict).toBe("passed");
+    expect(r.attempts[0]).toMatchObject({ kind: "author", tokens: 150 + 33 });
+    const saved = JSON.parse(
+      readFileSync(join(f.home, "execution", r.run_id, "triage", "results.json"), "utf8"),
+    );
+    expect(saved).toMatchObject({ route_id: "research", result: "Paris" });
+  });
+
+  it("refuses an unknown step and a step that is not learn_code, before anything is recorded", async () => {
+    const f = builderFixture(
+      workflowYaml([
+        "  - id: explore",
+        "    description: adaptive",
+        "    agent_configs: { declared_execution_mode: code_exec }",
+      ]),
+    );
+    await expect(buildStep(f.ctx, f.wf(), "nope", { env: f.env })).rejects.toMatchObject({
+      code: "step_not_found",
+    });
+    await expect(buildStep(f.ctx, f.wf(), "explore", { env: f.env })).rejects.toMatchObject({
+      code: "usage",
+      message: expect.stringContaining("only learn_code steps are built"),
+    });
+    expect(f.ctx.store.listPlans({ limit: 5 })).toHaveLength(0);
+  });
 });

@@ -27,10 +27,12 @@ import {
   detectSandbox,
   diffsDir,
   ExecutionMode,
+  isOrchestrator,
   type LearnedStepResult,
   learningsDir,
   newRunId,
   noteSavedScript,
+  type OrchestratorContext,
   RunBridge,
   type RunContext,
   RunStore,
@@ -61,6 +63,7 @@ import {
   MAX_REPAIR_ITERATIONS,
   SKILL_NOTES_MAX_CHARS,
 } from "./limits.js";
+import { createModelStepRunner } from "./model-steps.js";
 import { builderSystemPrompt, initialTask, repairFeedback, type TaskFacts } from "./prompt.js";
 import { AttemptRecorder } from "./record.js";
 import { scriptTools, skillNotesPath } from "./script-tools.js";
@@ -185,13 +188,31 @@ export async function buildStep(
   const access = step.agent_configs.learnings_access ?? wf.defaults.learnings_access ?? "read";
   const timeoutSeconds = opts.stepTimeoutSeconds ?? 600;
 
+  // An orchestrator's script is tried with real sub-agents: its bridge serves call_sub_agent, and
+  // the sub-agents' tokens count toward the attempt that ran the script.
+  let orchestrator: OrchestratorContext | undefined;
   const runBridge = new RunBridge({
     workspaceDir: ctx.workspace.dir,
     ...(opts.bridgeConfig ? { config: opts.bridgeConfig } : {}),
     redactor,
     env,
+    ...(isOrchestrator(step)
+      ? { tools: [createModelStepRunner({ client: () => model() }).subAgentTool(() => orchestrator)] }
+      : {}),
   });
   const bridge: BridgeProvider = () => runBridge.endpoint();
+  if (isOrchestrator(step))
+    orchestrator = {
+      workflow: wf,
+      step,
+      outputDir,
+      bridge,
+      redactor,
+      tokens: 0,
+      log: [],
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    };
+  let subAgentTokensSeen = 0;
   const runInput = {
     workflow: wf,
     step,
@@ -292,7 +313,9 @@ export async function buildStep(
       diffRel = relative(home, file);
     }
     previous = current;
-    const t = agentResult?.tokens ?? 0;
+    const sub = (orchestrator?.tokens ?? 0) - subAgentTokensSeen;
+    subAgentTokensSeen += sub;
+    const t = (agentResult?.tokens ?? 0) + sub;
     tokens += t;
     const passed = run.outcome === "passed";
     const agentError = agentResult?.error;
@@ -300,6 +323,9 @@ export async function buildStep(
     const log = [
       `attempt ${n} (${kind}), ${t} tokens`,
       ...(agentResult ? ["--- agent ---", ...agentResult.log] : []),
+      ...(orchestrator && orchestrator.log.length > 0
+        ? ["--- sub-agents ---", ...orchestrator.log.splice(0)]
+        : []),
       "--- static review + run + validation ---",
       run.log,
       ...(diffRel ? [`--- diff: ${diffRel} ---`] : []),
