@@ -374,4 +374,29 @@ describe("ratchet build (scripted model)", () => {
     });
     expect(f.ctx.store.listPlans({ limit: 5 })).toHaveLength(0);
   });
+
+  it("each repair is a fresh agent: a second repair starts a new conversation and passes within 3", async () => {
+    const f = builderFixture();
+    f.save("report", BROKEN);
+    const stillBroken = BROKEN.replace("sys.exit(3)", "sys.exit(4)");
+    const model = await scripted({
+      turns: [
+        writesScript(stillBroken, { contains: "Repair attempt 1 of 3" }),
+        writesScript(GOOD, { contains: "Repair attempt 2 of 3" }),
+      ],
+    });
+    const r = await buildStep(f.ctx, f.wf(), "report", { env: f.env, model: clientOf(model) });
+    expect(r.attempts.map((a) => a.kind)).toEqual(["fast_path", "repair", "repair"]);
+    expect(r.verdict).toBe("passed");
+    const second = model.requests()[1]?.body as { messages: { role: string }[] };
+    // A fresh conversation: no earlier assistant turn or tool result, one user message.
+    expect(second.messages.filter((m) => m.role === "user")).toHaveLength(1);
+    expect(second.messages.some((m) => m.role === "assistant" || m.role === "tool")).toBe(false);
+    expect(userText(second)).toContain("exit code 4");
+    const fix = readFileSync(join(f.home, r.attempts[2]?.diff as string), "utf8");
+    expect(fix).toContain("-sys.exit(4)");
+    expect(r.attempts.map((a) => /-(A[.\d]*)$/.exec(a.ledger_step_id)?.[1])).toEqual(["A", "A.1", "A.1.1"]);
+    expect(f.ctx.store.getPlan(r.plan_id)?.status).toBe("COMPLETED");
+    expect(meta(f.home)).toMatchObject({ script_version: 2, relearn_count: 1 });
+  });
 });
