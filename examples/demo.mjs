@@ -176,7 +176,69 @@ try {
   say("12. The run is recorded: each step's mode, fast path, outcome, tokens (0), duration and exit code");
   ratchet(["runs", "show", runId]);
 
-  say("13. The code runner: a model fixes a bug in a throwaway worktree, proven by the tests (offline)");
+  say("13. The Builder learns a new step once (the model writes main.py), recorded as a plan of attempts");
+  const { startScriptedModel } = await import(join(root, "dist", "testing", "scripted-model.js"));
+  mkdirSync(join(ws, "tally"));
+  writeFileSync(
+    join(ws, "tally", "workflow.yaml"),
+    [
+      "id: tally",
+      "variables: { names: { default: 'Ada,Grace,Linus' } }",
+      "defaults: { declared_execution_mode: learn_code }",
+      "steps:",
+      "  - id: count",
+      "    description: Count the comma-separated names in VAR_NAMES and write count.json",
+      "    validation:",
+      "      files: [{ file_name: count.json, must_exist: true, json_checks: [{ path: $.count, value_type: integer, min_value: 1 }] }]",
+      "",
+    ].join("\n"),
+  );
+  const countScript = [
+    "import json",
+    "import os",
+    "",
+    'names = [n for n in os.environ["VAR_NAMES"].split(",") if n.strip()]',
+    'with open(os.path.join(os.environ["STEP_OUTPUT_DIR"], "count.json"), "w") as f:',
+    '    json.dump({"count": len(names)}, f)',
+    'print(f"{len(names)} names")',
+    "",
+  ].join("\n");
+  const builderModel = await startScriptedModel({
+    script: {
+      turns: [
+        {
+          text: "Writing main.py and trying it.",
+          tool_calls: [
+            { name: "write_file", arguments: { path: "main.py", content: countScript } },
+            { name: "run_script", arguments: {} },
+          ],
+        },
+        { tool_calls: [{ name: "finish", arguments: { summary: "main.py counts VAR_NAMES" } }] },
+      ],
+    },
+  });
+  try {
+    const modelEnv = {
+      RATCHET_MODEL: "openai-compatible:scripted",
+      OPENAI_BASE_URL: builderModel.url,
+      OPENAI_API_KEY: "sk-demo-0000000000",
+    };
+    await ratchetAsync(["build", "tally", "--step", "count"], { env: modelEnv });
+    const asked = builderModel.requests().length;
+
+    say("14. Later runs use the saved script: zero tokens and not one model request");
+    await ratchetAsync(["run", "tally", "--trigger", "schedule"], { env: modelEnv });
+    await ratchetAsync(["run", "tally", "--trigger", "schedule", "--var", "names=Ada,Grace"], {
+      env: modelEnv,
+    });
+    console.log(
+      `model requests: ${asked} during the build, ${builderModel.requests().length - asked} during the two runs`,
+    );
+  } finally {
+    await builderModel.close();
+  }
+
+  say("15. The code runner: a model fixes a bug in a throwaway worktree, proven by the tests (offline)");
   const repo = join(ws, "calc");
   mkdirSync(repo);
   writeFileSync(
@@ -233,7 +295,6 @@ try {
     }),
   );
   // The "model" is the scripted model: a local OpenAI-protocol server replaying these turns.
-  const { startScriptedModel } = await import(join(root, "dist", "testing", "scripted-model.js"));
   const model = await startScriptedModel({
     script: {
       turns: [

@@ -29,6 +29,8 @@ const PURE = [
   "src/model/messages.ts",
   "src/runner/guard.ts",
   "src/runner/score.ts",
+  "src/builder/prompt.ts",
+  "src/builder/text.ts",
 ];
 
 const FORBIDDEN: [RegExp, string][] = [

@@ -184,6 +184,7 @@ function build(setStatus: (n: number) => void): Command {
   addRunCommands(program, act, globals);
   addBridgeCommands(program, act, globals);
   addRunnerCommands(program, act, globals);
+  addBuildCommands(program, act, globals);
 
   return program;
 }
@@ -208,13 +209,17 @@ function addRunCommands(
   program
     .command("run <workflow>")
     .description(
-      "run a workflow: saved scripts of learn_code steps in dependency order, no model (exit 8 when a step fails)",
+      "run a workflow in dependency order: learn_code steps run their saved scripts (0 tokens), direct/code_exec steps use the model (exit 8 when a step fails)",
     )
     .option("--var <name=value>", "set a workflow variable (repeatable)", collect)
     .option("--group <group>", "use a variable group of the workflow")
     .option("--only <steps>", "only these steps (comma-separated, repeatable)", collect)
     .option("--trigger <trigger>", "manual (default), schedule or webhook")
     .option("--step-timeout <seconds>", "time limit of each script (default 600)")
+    .option(
+      "--model <provider:model>",
+      "model of direct/code_exec steps and sub-agents (default: RATCHET_MODEL, then config)",
+    )
     .option("--json", "machine-readable output")
     .addHelpText(
       "after",
@@ -406,6 +411,43 @@ function addRunnerCommands(
     .description("check git, python3, the model (configured and reachable), bwrap and leaked worktrees")
     .option("--json", "machine-readable output")
     .action(act(async (o: { json?: boolean }) => (await rn()).runnerDoctor(o)));
+}
+
+/**
+ * The Builder (src/cli/build-commands.ts). Loaded on demand: the model client would slow the
+ * start-up of every other command.
+ */
+function addBuildCommands(
+  program: Command,
+  act: <A extends unknown[]>(fn: (...a: A) => Promise<number>) => (...a: A) => Promise<void>,
+  globals: () => { db?: string },
+): void {
+  const bd = () => import("./build-commands.js");
+  program
+    .command("build <workflow>")
+    .description(
+      "the Builder: run a learn_code step's saved script, or have the model write/repair main.py (≤3 repairs) and save it (exit 8 when it does not pass)",
+    )
+    .requiredOption("--step <step_id>", "the learn_code step to build")
+    .option("--group <group>", "use a variable group of the workflow")
+    .option("--var <name=value>", "set a workflow variable (repeatable)", collect)
+    .option(
+      "--model <provider:model>",
+      "the model (default: RATCHET_MODEL, then model in .ratchet/config.json)",
+    )
+    .option("--json", "machine-readable output")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  ratchet build examples/workflows/hello --step greet\n  RATCHET_MODEL=openai:gpt-4o-mini ratchet build flows/sales.yaml --step fetch-orders --group eu --json",
+    )
+    .action(
+      act(
+        async (
+          wf: string,
+          o: { step: string; group?: string; var?: string[]; model?: string; json?: boolean },
+        ) => (await bd()).cmdBuild(wf, { ...globals(), ...o }),
+      ),
+    );
 }
 
 /** Runs the CLI with `argv` (as `process.argv`) and returns the exit status. */

@@ -9,8 +9,10 @@ import { killAllRunning } from "../exec/index.js";
 import {
   doctor,
   ExecutionMode,
+  isOrchestrator,
   loadWorkflow,
   MAX_STEP_TIMEOUT_SECONDS,
+  type ModelStepRunner,
   PROMOTION_MIN_SUCCESSES,
   parseOnly,
   type RunReport,
@@ -150,13 +152,34 @@ async function execute(
   }
 }
 
+/**
+ * The model wiring, loaded only when a selected step needs a model (a direct/code_exec step or an
+ * orchestrator): a run of learned steps loads no model code.
+ */
+async function modelStepsIfNeeded(
+  wf: Workflow,
+  only: readonly string[] | undefined,
+  workspaceDir: string,
+  flagModel: string | undefined,
+): Promise<ModelStepRunner | undefined> {
+  const needs = wf.steps.some(
+    (s) =>
+      (only === undefined || only.includes(s.id)) &&
+      (resolveMode(s, wf.defaults).mode !== ExecutionMode.LearnCode || isOrchestrator(s)),
+  );
+  if (!needs) return undefined;
+  const { modelStepsFor } = await import("./build-commands.js");
+  return modelStepsFor(workspaceDir, flagModel);
+}
+
 function finish(report: RunReport, json: boolean | undefined): number {
   if (json) out(JSON.stringify(report, null, 2));
   for (const r of report.recovered)
     err(`ratchet: run ${r} was interrupted (its owner process is gone): marked interrupted`);
   const failed: StepReport[] = report.steps.filter((s) => s.outcome !== "passed");
   if (report.status === "passed") {
-    if (!json) out(`run ${report.run_id} passed: ${report.steps.length} step(s), 0 tokens`);
+    const tokens = report.steps.reduce((n, s) => n + s.tokens, 0);
+    if (!json) out(`run ${report.run_id} passed: ${report.steps.length} step(s), ${tokens} tokens`);
     return 0;
   }
   if (!json) out(`run ${report.run_id} ${report.status}: ${report.error}`);
@@ -173,6 +196,7 @@ export async function cmdRun(
     json?: boolean;
     trigger?: string;
     stepTimeout?: string;
+    model?: string;
   },
 ): Promise<number> {
   const wf = openWorkflow(workflowArg);
@@ -181,10 +205,12 @@ export async function cmdRun(
   const timeout = parseTimeout(opts.stepTimeout);
   const trigger = parseTrigger(opts.trigger);
   return withContext(opts, async (ctx) => {
+    const modelSteps = await modelStepsIfNeeded(wf, only, ctx.workspace.dir, opts.model);
     const report = await execute(ctx, wf, {
       vars,
       ...(opts.group !== undefined ? { group: opts.group } : {}),
       ...(only ? { only } : {}),
+      ...(modelSteps ? { modelSteps } : {}),
       trigger,
       ...(timeout !== undefined ? { stepTimeoutSeconds: timeout } : {}),
       json: Boolean(opts.json),

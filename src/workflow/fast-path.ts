@@ -17,7 +17,15 @@ import { helperFiles, JAVASCRIPT_HELPER_FILE, PYTHON_HELPER_FILE } from "../brid
 import { type Clock, type Redactor, systemClock } from "../core/index.js";
 import { buildEnv, type ProcessRunner, type RunResult, realProcessRunner } from "../exec/index.js";
 import { type ReviewReport, reviewScript } from "../review/index.js";
-import { learningsDir, savedScript, stepCodeDir, stepOutputDir, workflowHome } from "./layout.js";
+import { CONTRACT_FILE, changedContractFields } from "./contract.js";
+import {
+  learningsDir,
+  type SavedScript,
+  savedScript,
+  stepCodeDir,
+  stepOutputDir,
+  workflowHome,
+} from "./layout.js";
 import { recordScriptRun, SCRIPT_METADATA_FILE } from "./metadata.js";
 import { classifyScriptRun, describeScriptFailure, type FailureReason } from "./outcomes.js";
 import { ERROR_MAX_ISSUES, ERROR_TAIL_BYTES, STEP_MAX_CAPTURE_BYTES } from "./run-limits.js";
@@ -61,6 +69,11 @@ export interface LearnedStepInput {
   clock?: Clock;
   /** Static review (default: `reviewScript` of `review/`). */
   review?: typeof reviewScript;
+  /**
+   * The Builder's attempts: run the working copy already in `code/` (`main.py`) instead of the
+   * saved script; no contract check, nothing copied from `learnings/`, no metadata recorded.
+   */
+  workingCopy?: boolean;
 }
 
 export interface LearnedStepResult {
@@ -85,6 +98,8 @@ export interface LearnedStepResult {
   review?: ReviewReport;
   /** The script exited non-zero but its outputs validated. */
   nonZeroAccepted?: boolean;
+  /** The script's own output (stdout and stderr as written, redacted), when it ran. */
+  output?: string;
 }
 
 /** The result of a step whose script did not run (`log` defaults to the error). */
@@ -131,7 +146,7 @@ function copySavedFolder(from: string, codeDir: string): void {
     recursive: true,
     filter: (src) => {
       const rel = relative(from, src);
-      return rel !== "diffs" && rel !== SCRIPT_METADATA_FILE;
+      return rel !== "diffs" && rel !== SCRIPT_METADATA_FILE && rel !== CONTRACT_FILE;
     },
   });
 }
@@ -147,11 +162,25 @@ function formatFindings(r: ReviewReport): string {
 export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedStepResult> {
   const { workflow: wf, step, redactor } = input;
   const clock = input.clock ?? systemClock;
-  const saved = savedScript(wf, step.id);
   const savedDir = learningsDir(wf, step.id);
-  if (!saved) {
-    const where = relative(workflowHome(wf), join(savedDir, "main.py"));
-    return notRun(StepOutcome.MissingScript, `no saved script at ${where}: build it with the Builder`);
+  const working = input.workingCopy === true;
+  const saved: SavedScript | undefined = working
+    ? { path: join(stepCodeDir(wf, input.runId, step.id), "main.py"), language: "python" }
+    : savedScript(wf, step.id);
+  if (!saved || (working && !existsSync(saved.path))) {
+    const where = relative(workflowHome(wf), saved?.path ?? join(savedDir, "main.py"));
+    return notRun(
+      StepOutcome.MissingScript,
+      working ? `no script at ${where}` : `no saved script at ${where}: build it with \`ratchet build\``,
+    );
+  }
+  if (!working) {
+    const changed = changedContractFields(savedDir, step);
+    if (changed.length > 0)
+      return notRun(
+        StepOutcome.ContractChanged,
+        `contract changed: rebuild with \`ratchet build\` (step ${step.id}: ${changed.join(", ")} changed since the script was saved)`,
+      );
   }
   const scriptName = saved.language === "python" ? "main.py" : "main.mjs";
   const scriptBytes = readFileSync(saved.path);
@@ -177,7 +206,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   const codeDir = stepCodeDir(wf, input.runId, step.id);
   mkdirSync(outputDir, { recursive: true });
   cleanExcept(outputDir, codeDir);
-  copySavedFolder(savedDir, codeDir);
+  if (!working) copySavedFolder(savedDir, codeDir);
   copyHelper(saved.language, codeDir);
 
   // 3. The interpreter, the tool bridge, the command line under write protection.
@@ -301,7 +330,9 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     validation,
     review: report,
     nonZeroAccepted: c.nonZeroAccepted,
+    output,
   };
+  if (working) return result;
   try {
     recordScriptRun(savedDir, {
       stepId: step.id,

@@ -6,10 +6,19 @@
 // Runs (the fast path, run tables, write scope, promotion).
 export type { ModeChange } from "./config-edit.js";
 export { editStepMode, modeFields, writeStepMode } from "./config-edit.js";
+export type { SavedContract, StepContract } from "./contract.js";
+export {
+  CONTRACT_FILE,
+  changedContractFields,
+  contractHash,
+  readContract,
+  saveContract,
+  stepContract,
+} from "./contract.js";
 export type { DoctorReport, ToolReport } from "./doctor.js";
 export { doctor } from "./doctor.js";
 export type { BridgeEndpoint, BridgeProvider, LearnedStepInput, LearnedStepResult } from "./fast-path.js";
-export { runLearnedStep } from "./fast-path.js";
+export { notRun, runLearnedStep } from "./fast-path.js";
 export type { InterruptedRun } from "./interrupt.js";
 export { parseOwner, processAlive, recoverInterruptedRuns } from "./interrupt.js";
 export type { PathSegment, QueryResult } from "./jsonpath.js";
@@ -50,6 +59,13 @@ export {
   sha256Hex,
   writeFileAtomic,
 } from "./metadata.js";
+export type {
+  ModelStepInput,
+  ModelStepResult,
+  ModelStepRunner,
+  OrchestratorContext,
+} from "./model-step.js";
+export { isOrchestrator } from "./model-step.js";
 export type { ModeResolution } from "./modes.js";
 export { resolveMode } from "./modes.js";
 export { executionOrder, parseOnly, selectSteps } from "./order.js";
@@ -64,6 +80,7 @@ export {
   PROMOTION_MIN_SUCCESSES,
   STEP_MAX_CAPTURE_BYTES,
 } from "./run-limits.js";
+export { dependencyDirs } from "./run-steps.js";
 export type { RunStepOutcome, StepEvidence, WorkflowRunRow, WorkflowStepRunRow } from "./run-store.js";
 export { RunStatus, RunStore, summariseEvidence } from "./run-store.js";
 export type { RunContext, RunProgress, RunReport, RunWorkflowOptions, StepReport } from "./runs.js";
@@ -94,6 +111,7 @@ export type {
   FileValidation,
   JsonCheck,
   LearningsAccess,
+  PredefinedRoute,
   RecentRun,
   ScriptMetadata,
   ValidationIssue,

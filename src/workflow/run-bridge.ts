@@ -7,7 +7,7 @@
  * Scripts get its address and token as `MCP_API_URL` / `MCP_API_TOKEN`; its log lines (already
  * redacted) are handed to the ledger log of the step during which they were written.
  */
-import type { Bridge, BridgeConfig } from "../bridge/index.js";
+import type { Bridge, BridgeConfig, BuiltinToolSpec } from "../bridge/index.js";
 import type { Redactor } from "../core/index.js";
 import type { BridgeEndpoint } from "./fast-path.js";
 import { BRIDGE_LOG_MAX_LINES } from "./run-limits.js";
@@ -21,6 +21,8 @@ export interface RunBridgeOptions {
   redactor: Redactor;
   /** Environment for `${NAME}` expansion, MCP servers and command tools (the run's). */
   env: NodeJS.ProcessEnv;
+  /** Built-in custom tools the run adds (the orchestrators' `call_sub_agent`). */
+  tools?: readonly BuiltinToolSpec[];
 }
 
 /** A run's bridge, started on first use. */
@@ -52,9 +54,11 @@ export class RunBridge {
   async #start(): Promise<Bridge> {
     try {
       // Loaded here: hono and the bridge cost nothing to runs that never start a script.
-      const { loadWorkspaceBridgeConfig, startBridge } = await import("../bridge/index.js");
+      const { loadWorkspaceBridgeConfig, registerBuiltinTool, startBridge } = await import(
+        "../bridge/index.js"
+      );
       const config = this.#opts.config ?? loadWorkspaceBridgeConfig(this.#opts.workspaceDir);
-      return await startBridge({
+      const bridge = await startBridge({
         config,
         host: "127.0.0.1",
         port: 0,
@@ -62,6 +66,8 @@ export class RunBridge {
         env: this.#opts.env,
         log: (line) => this.#log(line),
       });
+      for (const tool of this.#opts.tools ?? []) registerBuiltinTool(bridge.registry, tool);
+      return bridge;
     } catch (e) {
       throw new Error(`could not start the tool bridge: ${e instanceof Error ? e.message : String(e)}`);
     }

@@ -41,16 +41,23 @@ export function recordStep(
     };
     if (report.outcome === StepOutcome.Passed)
       ctx.ledger.complete(
-        { step_id: stepId, summary: `${report.step_id}: passed on the fast path (0 tokens)` },
+        {
+          step_id: stepId,
+          summary: report.fast_path
+            ? `${report.step_id}: passed on the fast path (${report.tokens} tokens)`
+            : `${report.step_id}: passed in ${report.mode} mode (${report.tokens} tokens)`,
+        },
         ledgerOpts,
       );
     else ctx.ledger.fail({ step_id: stepId, reason: `${report.outcome}: ${report.error ?? ""}` }, ledgerOpts);
+    if (report.tokens > 0)
+      ctx.ledger.recordMetricInTx({ name: "tokens", value: report.tokens, unit: "tokens", step_id: stepId });
     runs.finishStep(runId, report.step_id, {
       outcome: report.outcome,
       fast_path: report.fast_path,
       exit_code: report.exit_code,
       duration_ms: report.duration_ms,
-      tokens: 0,
+      tokens: report.tokens,
       error: report.error,
     });
   });

@@ -15,9 +15,16 @@ import type { ProcessRunner } from "../exec/index.js";
 import type { Ledger } from "../ledger/index.js";
 import { cachedReviewer } from "../review/cache.js";
 import type { SqliteStore, Workspace } from "../store/index.js";
-import { type BridgeEndpoint, type LearnedStepResult, notRun, savedLanguage } from "./fast-path.js";
+import {
+  type BridgeEndpoint,
+  type BridgeProvider,
+  type LearnedStepResult,
+  notRun,
+  savedLanguage,
+} from "./fast-path.js";
 import { failOpenSteps, recoverInterruptedRuns } from "./interrupt.js";
 import { newRunId, stepOutputDir, workflowHome } from "./layout.js";
+import { isOrchestrator, type ModelStepRunner, type OrchestratorContext } from "./model-step.js";
 import { resolveMode } from "./modes.js";
 import { executionOrder, selectSteps } from "./order.js";
 import { RunBridge } from "./run-bridge.js";
@@ -73,6 +80,11 @@ export interface RunWorkflowOptions {
   bridgeConfig?: BridgeConfig;
   /** Called when a step starts and when it finishes (the CLI prints progress). */
   onProgress?: (p: RunProgress) => void;
+  /**
+   * Runs `direct` / `code_exec` steps and serves orchestrators' `call_sub_agent` (the Builder
+   * module's `createModelStepRunner`). Without it such steps fail with `needs_model`.
+   */
+  modelSteps?: ModelStepRunner;
   /** Called once the run is recorded, before any step runs. */
   onStarted?: (r: { run_id: string; plan_id: string; write_protection: SandboxInfo }) => void;
 }
@@ -200,6 +212,14 @@ export async function runWorkflow(
   const outcomeOf = new Map<string, RunStepOutcome>();
   const leaseSeconds = timeoutSeconds + LEASE_MARGIN_SECONDS;
   let cancelled = false;
+  // The orchestrator step running now: `call_sub_agent` delegates on its behalf.
+  let orchestrator: OrchestratorContext | undefined;
+  const needsSubAgents =
+    opts.modelSteps !== undefined &&
+    opts.modelSteps.unavailable === undefined &&
+    selected.some(
+      (id) => modes.get(id) === ExecutionMode.LearnCode && isOrchestrator(byId.get(id) as WorkflowStep),
+    );
   // Constructing it costs nothing: the bridge starts only when a script is about to run.
   const runBridge = opts.bridge
     ? undefined
@@ -208,8 +228,12 @@ export async function runWorkflow(
         ...(opts.bridgeConfig ? { config: opts.bridgeConfig } : {}),
         redactor,
         env,
+        ...(needsSubAgents && opts.modelSteps
+          ? { tools: [opts.modelSteps.subAgentTool(() => orchestrator)] }
+          : {}),
       });
-  const bridge = opts.bridge ?? (() => (runBridge as RunBridge).endpoint());
+  const given = opts.bridge;
+  const bridge: BridgeProvider = given ? async () => given : () => (runBridge as RunBridge).endpoint();
 
   try {
     for (const [i, id] of selected.entries()) {
@@ -219,17 +243,53 @@ export async function runWorkflow(
       opts.onProgress?.({ kind: "step_started", step_id: id, mode });
 
       let result: LearnedStepResult;
+      let tokens = 0;
       const deps = dependencyDirs(wf, runId, step, selected, outcomeOf, runs);
       if (cancelled || opts.signal?.aborted) {
         cancelled = true;
         result = notRun(StepOutcome.Skipped, "the run was cancelled before this step started");
       } else if ("blocked" in deps) {
         result = notRun(StepOutcome.Skipped, deps.blocked);
-      } else if (mode !== ExecutionMode.LearnCode) {
+      } else if (
+        (mode !== ExecutionMode.LearnCode || isOrchestrator(step)) &&
+        (opts.modelSteps === undefined || opts.modelSteps.unavailable !== undefined)
+      ) {
+        const why = opts.modelSteps?.unavailable ?? "no model is configured for this run";
         result = notRun(
           StepOutcome.NeedsModel,
-          `step ${id} runs in ${mode} mode and needs a model; model-driven steps arrive with the Builder`,
+          `step ${id} ${mode === ExecutionMode.LearnCode ? "is an orchestrator whose sub-agents" : `runs in ${mode} mode and`} needs a model: ${why}`,
         );
+      } else if (mode !== ExecutionMode.LearnCode) {
+        ctx.store.tx(() => {
+          ctx.ledger.start({
+            step_id: ledgerStepId,
+            agent_input: `${mode}: model-driven step ${id}`,
+            lease_seconds: leaseSeconds,
+          });
+          runs.startStep(runId, id, { fast_path: false });
+        });
+        const modelSteps = opts.modelSteps as ModelStepRunner;
+        const r = await modelSteps.runStep({
+          workflow: wf,
+          step,
+          mode,
+          runId,
+          dependencyDirs: deps.dirs,
+          variables,
+          secrets,
+          bridge,
+          baseEnv: env,
+          timeoutSeconds,
+          groupName: opts.group ?? null,
+          sandbox,
+          redactor,
+          clock,
+          ...(opts.signal ? { signal: opts.signal } : {}),
+          ...(opts.runner ? { runner: opts.runner } : {}),
+        });
+        tokens = r.tokens;
+        result = r;
+        if (opts.signal?.aborted) cancelled = true;
       } else {
         ctx.store.tx(() => {
           ctx.ledger.start({
@@ -239,6 +299,17 @@ export async function runWorkflow(
           });
           runs.startStep(runId, id, { fast_path: true });
         });
+        if (isOrchestrator(step))
+          orchestrator = {
+            workflow: wf,
+            step,
+            outputDir: stepOutputDir(wf, runId, id),
+            bridge,
+            redactor,
+            tokens: 0,
+            log: [],
+            ...(opts.signal ? { signal: opts.signal } : {}),
+          };
         result = await runLearnedStepSafely({
           workflow: wf,
           step,
@@ -257,6 +328,12 @@ export async function runWorkflow(
           ...(opts.signal ? { signal: opts.signal } : {}),
           ...(opts.runner ? { runner: opts.runner } : {}),
         });
+        if (orchestrator) {
+          tokens = orchestrator.tokens;
+          if (orchestrator.log.length > 0)
+            result = { ...result, log: `${result.log}\n--- sub-agents ---\n${orchestrator.log.join("\n")}` };
+          orchestrator = undefined;
+        }
         if (opts.signal?.aborted) cancelled = true;
       }
       outcomeOf.set(id, result.outcome);
@@ -272,7 +349,7 @@ export async function runWorkflow(
         outcome: result.outcome,
         exit_code: result.exitCode,
         duration_ms: result.durationMs === null ? null : Math.round(result.durationMs),
-        tokens: 0,
+        tokens,
         error: result.error === null ? null : redactor.redact(result.error),
         write_protection: result.protection,
         metadata_recorded: result.metadataRecorded,

@@ -246,6 +246,19 @@ export function checkSteps(raw: RawWorkflow["steps"], issues: Issue[]): Workflow
       agent_configs: clean(s.agent_configs ?? {}) as AgentConfigs,
     };
     if (s.validation) step.validation = s.validation as ValidationSchema;
+    if (s.allowed_tools) step.allowed_tools = s.allowed_tools;
+    if (s.predefined_routes) {
+      const seenRoutes = new Set<string>();
+      s.predefined_routes.forEach((r, ri) => {
+        if (seenRoutes.has(r.id))
+          issues.push({
+            path: `steps[${i}].predefined_routes[${ri}].id`,
+            message: `duplicate route id ${r.id}`,
+          });
+        seenRoutes.add(r.id);
+      });
+      step.predefined_routes = s.predefined_routes;
+    }
     return step;
   });
 }

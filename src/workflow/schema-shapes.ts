@@ -71,6 +71,13 @@ export const stepSchema = z.strictObject({
   context_dependencies: z.array(z.string()).optional(),
   agent_configs: agentConfigsSchema.optional(),
   validation: validationSchema.optional(),
+  /** Bridge tools the step may use (`mcp:server/tool`, `mcp:server/*`, `custom:tool`); default all. */
+  allowed_tools: z.array(z.string().min(1)).max(100).optional(),
+  /** Routes of an orchestrator (todo_task) step: what `call_sub_agent` may delegate to. */
+  predefined_routes: z
+    .array(z.strictObject({ id: z.string().min(1).max(MAX_ID_CHARS), description: text }))
+    .max(50)
+    .optional(),
 });
 
 export const variableDefSchema = z

@@ -72,6 +72,19 @@ export interface WorkflowStep {
   context_dependencies: string[];
   agent_configs: AgentConfigs;
   validation?: ValidationSchema;
+  /** Bridge tools the step may use (patterns as `bridge --allow`); unset: every tool of the workspace. */
+  allowed_tools?: string[];
+  /**
+   * Routes of an orchestrator (todo_task) step. A learn_code step with at least one route is an
+   * orchestrator: its script delegates work with the `call_sub_agent` custom tool.
+   */
+  predefined_routes?: PredefinedRoute[];
+}
+
+/** One route an orchestrator may delegate to. */
+export interface PredefinedRoute {
+  id: string;
+  description: string;
 }
 
 export interface Workflow {
@@ -100,8 +113,12 @@ export const StepOutcome = {
   HarnessFailed: "harness_failed",
   MissingScript: "missing_script",
   ReviewBlocked: "review_blocked",
-  /** `direct` / `code_exec` without a model (until the Builder lands). */
+  /** `direct` / `code_exec` (or an orchestrator) with no model configured. */
   NeedsModel: "needs_model",
+  /** The step's contract changed since its script was saved: rebuild with `ratchet build`. */
+  ContractChanged: "contract_changed",
+  /** A model-driven step whose model loop failed (provider error, limit hit without outputs). */
+  ModelFailed: "model_failed",
   /** A dependency failed, so this step did not run. */
   Skipped: "skipped",
 } as const;
