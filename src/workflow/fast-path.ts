@@ -138,17 +138,20 @@ function copyHelper(language: "python" | "javascript", codeDir: string): void {
   else copyFileSync(helpers.javascript, join(codeDir, JAVASCRIPT_HELPER_FILE));
 }
 
-/** Copies the saved folder into `codeDir`, leaving out `diffs/` and `script_metadata.json`. */
+/** Copies the saved folder into `codeDir`, leaving out `diffs/`, `script_metadata.json` and the contract. */
 function copySavedFolder(from: string, codeDir: string): void {
   rmSync(codeDir, { recursive: true, force: true });
   mkdirSync(codeDir, { recursive: true });
-  cpSync(from, codeDir, {
-    recursive: true,
-    filter: (src) => {
-      const rel = relative(from, src);
-      return rel !== "diffs" && rel !== SCRIPT_METADATA_FILE && rel !== CONTRACT_FILE;
-    },
-  });
+  // Usually just main.py: plain files are copied one by one (cpSync's per-entry checks cost more
+  // than the copy); sub-folders other than diffs/ are copied whole.
+  for (const e of readdirSync(from, { withFileTypes: true })) {
+    if (e.name === "diffs" || e.name === SCRIPT_METADATA_FILE || e.name === CONTRACT_FILE) continue;
+    const src = join(from, e.name);
+    const dst = join(codeDir, e.name);
+    if (e.isFile()) copyFileSync(src, dst);
+    else if (e.isDirectory()) cpSync(src, dst, { recursive: true });
+    else if (e.isSymbolicLink()) cpSync(src, dst);
+  }
 }
 
 function formatFindings(r: ReviewReport): string {

@@ -10,6 +10,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import {
   closeSync,
+  fdatasyncSync,
   fsyncSync,
   mkdirSync,
   openSync,
@@ -223,9 +224,18 @@ export function readMetadata(learningsStepDir: string): ScriptMetadata | undefin
 
 /**
  * Writes `data` to `path` atomically: a temp file in the same folder, fsync, rename over `path`,
- * then fsync of the folder (best effort).
+ * then fsync of the folder (best effort). With `durable: false` the folder is not synced (and the
+ * file's data only with fdatasync): a reader still sees the old or the new file, never a torn one,
+ * but after a power cut the rename itself may be lost, as SQLite's `synchronous=NORMAL` may lose
+ * the last commits. Used for the per-run counters of `script_metadata.json`, written by every
+ * step of every run.
  */
-export function writeFileAtomic(path: string, data: string | Uint8Array): void {
+export function writeFileAtomic(
+  path: string,
+  data: string | Uint8Array,
+  opts: { durable?: boolean } = {},
+): void {
+  const durable = opts.durable !== false;
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true });
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
@@ -233,7 +243,8 @@ export function writeFileAtomic(path: string, data: string | Uint8Array): void {
   try {
     try {
       writeSync(fd, typeof data === "string" ? Buffer.from(data, "utf8") : data);
-      fsyncSync(fd);
+      if (durable) fsyncSync(fd);
+      else fdatasyncSync(fd);
     } finally {
       closeSync(fd);
     }
@@ -242,6 +253,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array): void {
     rmSync(tmp, { force: true });
     throw e;
   }
+  if (!durable) return;
   try {
     const dfd = openSync(dir, "r");
     try {
@@ -254,8 +266,8 @@ export function writeFileAtomic(path: string, data: string | Uint8Array): void {
   }
 }
 
-function write(dir: string, meta: ScriptMetadata): void {
-  writeFileAtomic(metadataFile(dir), `${JSON.stringify(meta, null, 2)}\n`);
+function write(dir: string, meta: ScriptMetadata, opts: { durable?: boolean } = {}): void {
+  writeFileAtomic(metadataFile(dir), `${JSON.stringify(meta, null, 2)}\n`, opts);
 }
 
 /**
@@ -280,7 +292,7 @@ function readOrSetAside(dir: string, now: Date): ScriptMetadata | undefined {
  */
 export function recordScriptRun(learningsStepDir: string, run: ScriptRun): ScriptMetadata {
   const next = applyRun(readOrSetAside(learningsStepDir, run.now), run);
-  write(learningsStepDir, next);
+  write(learningsStepDir, next, { durable: false });
   return next;
 }
 

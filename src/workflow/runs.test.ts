@@ -226,4 +226,29 @@ describe("runWorkflow (fake process runner)", () => {
     expect(report.status).toBe("passed");
     expect(runner.requests[0]?.env).toMatchObject({ MCP_API_URL: bridge.url, MCP_API_TOKEN: bridge.token });
   });
+
+  it("copies the saved folder into code/ without diffs/, the metadata or the contract; sub-folders and other files come along", async () => {
+    const { wf, ctx, env, home } = setup();
+    const saved = join(home, "learnings", "fetch");
+    mkdirSync(join(saved, "diffs"), { recursive: true });
+    writeFileSync(join(saved, "diffs", "v1.diff"), "-a\n+b\n");
+    mkdirSync(join(saved, "lib", "deep"), { recursive: true });
+    writeFileSync(join(saved, "lib", "deep", "util.py"), "X = 1\n");
+    writeFileSync(join(saved, "notes.txt"), "n\n");
+    const seen: string[][] = [];
+    const runner = new FakeProcessRunner().on({ command: /python3$/ }, (req) => {
+      const code = req.cwd as string;
+      const walk = (d: string, pre = ""): string[] =>
+        readdirSync(d, { withFileTypes: true }).flatMap((e) =>
+          e.isDirectory() ? walk(join(d, e.name), `${pre}${e.name}/`) : [`${pre}${e.name}`],
+        );
+      seen.push(walk(code).sort());
+      return writes()(req);
+    });
+    const report = await runWorkflow(ctx, wf, { env, runner, only: ["fetch"] });
+    expect(report.status).toBe("passed");
+    expect(seen[0]).toEqual(["lib/deep/util.py", "main.py", "notes.txt", "ratchet_tools.py"]);
+    // The run recorded its metadata next to the saved script, not in the copy.
+    expect(existsSync(join(saved, "script_metadata.json"))).toBe(true);
+  });
 });
