@@ -16,12 +16,15 @@ import type { RouteGroup } from "../app.js";
 import { type EventFilter, matches } from "../event-hub.js";
 import { SSE_BATCH, SSE_KEEPALIVE_MS, SSE_MAX_QUEUED } from "../limits.js";
 
-/** The one writer of SSE frames. */
-export function writeEventFrame(stream: SSEStreamingApi, e: EventRow): Promise<void> {
-  return stream.writeSSE({
-    id: String(e.id),
-    data: JSON.stringify({ ...e, payload: JSON.parse(e.payload) }),
-  });
+/** The SSE frame of one event: `id:` and the row (payload parsed) as one `data:` line. */
+export function eventFrame(e: EventRow): string {
+  // JSON.stringify escapes newlines, so the data is always a single line.
+  return `id: ${e.id}\ndata: ${JSON.stringify({ ...e, payload: JSON.parse(e.payload) })}\n\n`;
+}
+
+/** The one writer of SSE frames: a batch of events in one write. */
+export function writeEventFrames(stream: SSEStreamingApi, rows: readonly EventRow[]): Promise<unknown> {
+  return stream.write(rows.map(eventFrame).join(""));
 }
 
 function resumeId(c: Context, lastEventId: number): number {
@@ -83,10 +86,8 @@ export const sseRoutes: RouteGroup = (app, { ctx }) => {
             });
             break;
           }
-          for (const e of rows) {
-            await writeEventFrame(stream, e);
-            lastSent = e.id;
-          }
+          await writeEventFrames(stream, rows);
+          lastSent = rows[rows.length - 1]!.id;
         }
         while (!closed) {
           if (queue.length === 0) {
@@ -98,11 +99,8 @@ export const sseRoutes: RouteGroup = (app, { ctx }) => {
           }
           const batch = queue;
           queue = [];
-          for (const e of batch) {
-            if (closed) return;
-            await writeEventFrame(stream, e);
-            lastSent = e.id;
-          }
+          await writeEventFrames(stream, batch);
+          lastSent = batch[batch.length - 1]!.id;
         }
       } finally {
         clearInterval(keepalive);

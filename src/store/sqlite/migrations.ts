@@ -171,4 +171,15 @@ CREATE TABLE workflow_step_runs (
 CREATE INDEX workflow_step_runs_step ON workflow_step_runs(step_id, outcome);
 `,
   },
+  {
+    id: 3,
+    name: "server_list_indexes",
+    // The server's lists page newest first by keyset: runs across all workflows on (started_at,
+    // run_id), plans on (created_at, plan_id) so a page needs no sort of the ties. Neither key
+    // column changes after insert, so status updates do not touch these indexes.
+    sql: `
+CREATE INDEX workflow_runs_started ON workflow_runs(started_at, run_id);
+CREATE INDEX plans_created_id ON plans(created_at, plan_id);
+`,
+  },
 ];
