@@ -205,19 +205,15 @@ function seed(ws, plans) {
   store.close();
 }
 
-async function timeGet(url, n) {
-  const ms = [];
-  for (let i = 0; i < n; i++) {
-    const t = performance.now();
-    const r = await fetch(url);
-    await r.arrayBuffer();
-    if (!r.ok) throw new Error(`${url}: ${r.status}`);
-    ms.push(performance.now() - t);
-  }
-  return median(ms);
+async function timeOne(url) {
+  const t = performance.now();
+  const r = await fetch(url);
+  await r.arrayBuffer();
+  if (!r.ok) throw new Error(`${url}: ${r.status}`);
+  return performance.now() - t;
 }
 
-async function lists(plans) {
+async function openStore(plans) {
   const { dir, ws } = workspace(`list-${plans}`);
   seed(ws, plans);
   const server = await startServer({ workspace: ws, port: 0, token: "bench-token-0123456789abcdef" });
@@ -225,33 +221,48 @@ async function lists(plans) {
   const mid = `plan-${String(Math.floor(plans / 2)).padStart(6, "0")}`;
   const midAt = new Date(Date.parse("2026-01-01T00:00:00Z") + Math.floor(plans / 2) * 60_000).toISOString();
   const cursor = Buffer.from(JSON.stringify([midAt, mid])).toString("base64url");
-  const urls = {
+  const paths = {
     "plans list, first page": "/api/plans?limit=50",
     "plans list, the page after the middle plan (cursor)": `/api/plans?limit=50&cursor=${cursor}`,
     "one plan (100 steps, tree order)": `/api/plans/${mid}`,
     "runs list, first page": "/api/runs?limit=50",
     "metrics list, first page": "/api/metrics?limit=50",
   };
+  return { dir, server, paths };
+}
+
+/** Both stores served at once; requests alternate between them so machine noise hits both alike. */
+async function lists() {
+  const small = await openStore(10);
+  const large = await openStore(1000);
   const out = {};
-  for (const [k, path] of Object.entries(urls)) {
-    await timeGet(`${server.url}${path}`, 20); // warm
-    out[k] = await timeGet(`${server.url}${path}`, REQUESTS);
+  for (const k of Object.keys(small.paths)) {
+    const a = [];
+    const b = [];
+    for (let i = 0; i < 20; i++) {
+      await timeOne(`${small.server.url}${small.paths[k]}`);
+      await timeOne(`${large.server.url}${large.paths[k]}`);
+    }
+    for (let i = 0; i < REQUESTS; i++) {
+      a.push(await timeOne(`${small.server.url}${small.paths[k]}`));
+      b.push(await timeOne(`${large.server.url}${large.paths[k]}`));
+    }
+    out[k] = [median(a), median(b)];
   }
-  await server.close();
-  rmSync(dir, { recursive: true, force: true });
+  for (const s of [small, large]) {
+    await s.server.close();
+    rmSync(s.dir, { recursive: true, force: true });
+  }
   return out;
 }
 
 const live = await liveEvents();
-// The first store measured also pays the JIT warm-up: measure the small one again after the large.
-await lists(10);
-const large = await lists(1000);
-const small = await lists(10);
+const listed = await lists();
 const figures = { ...live };
-for (const k of Object.keys(small)) {
-  figures[`${k}: 1,000 steps p50 (ms)`] = small[k];
-  figures[`${k}: 100,000 steps p50 (ms)`] = large[k];
-  figures[`${k}: 100k ÷ 1k`] = large[k] / small[k];
+for (const [k, [small, large]] of Object.entries(listed)) {
+  figures[`${k}: 1,000 steps p50 (ms)`] = small;
+  figures[`${k}: 100,000 steps p50 (ms)`] = large;
+  figures[`${k}: 100k ÷ 1k`] = large / small;
 }
 report("server", figures);
 console.log(`\n  (${fmt(REQUESTS, 0)} sequential requests per endpoint; the machine may be shared)`);

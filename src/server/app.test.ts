@@ -7,9 +7,10 @@
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { makeServerFixture, type ServerFixture } from "../../test/helpers/server.js";
+import { makeServerFixture, type ServerFixture, TOKEN } from "../../test/helpers/server.js";
 import { OP_NAMES } from "../ledger/index.js";
 import { TaskArtifacts } from "../runner/index.js";
+import { createServerApp, type RouteGroup } from "./index.js";
 
 let fx: ServerFixture;
 beforeEach(() => {
@@ -340,5 +341,34 @@ describe("workflows, runs and runner tasks", () => {
     expect(detail.has_patch).toBe(true);
     const patch = await fx.req("GET", "/api/runner/tasks/fix-calc/patch");
     expect(await patch.text()).toContain("+a+b");
+  });
+});
+
+describe("extra route groups", () => {
+  it("mount with the same token guard, read-only mode and error mapping", async () => {
+    const calls: string[] = [];
+    const approvals: RouteGroup = (app, { write, ctx }) => {
+      app.post("/api/threads/:id/approve", write, (c) => {
+        calls.push(c.req.param("id"));
+        return c.json({ ok: true, last_event_id: ctx.store.lastEventId() });
+      });
+    };
+    const app = createServerApp({ ctx: fx.ctx, token: TOKEN, extraRoutes: [approvals] });
+    const denied = await app.request("/api/threads/t1/approve", { method: "POST" });
+    expect(denied.status).toBe(401);
+    expect(calls).toEqual([]);
+    const ok = await app.request("/api/threads/t1/approve", {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(ok.status).toBe(200);
+    expect(calls).toEqual(["t1"]);
+    const ro = createServerApp({ ctx: fx.ctx, token: TOKEN, readOnly: true, extraRoutes: [approvals] });
+    const refused = await ro.request("/api/threads/t2/approve", {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(refused.status).toBe(403);
+    expect(calls).toEqual(["t1"]);
   });
 });

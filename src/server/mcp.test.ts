@@ -93,6 +93,32 @@ describe("MCP over streamable HTTP", () => {
   });
 });
 
+describe("MCP in read-only mode", () => {
+  it("refuses the write tools and still answers reads", async () => {
+    const { startServer } = await import("./index.js");
+    const ro = await startServer({ workspace: fx.workspace, port: 0, token: TOKEN, readOnly: true });
+    const client = new Client({ name: "ratchet-test", version: "1.0.0" });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${ro.url}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
+      }),
+    );
+    try {
+      const pub = await call(client, "publish_plan", {
+        goal: "g",
+        steps: [{ title: "t", type: "THINKING" }],
+      });
+      expect(pub.isError).toBe(true);
+      expect(pub.structuredContent!.error.code).toBe("read_only");
+      expect((await call(client, "list_plans", {})).structuredContent!.items).toEqual([]);
+      expect(ro.ctx.store.lastEventId()).toBe(0);
+    } finally {
+      await client.close();
+      await ro.close();
+    }
+  });
+});
+
 describe("ratchet mcp (stdio)", () => {
   it("serves the same tools to a client that launches it", async () => {
     const client = new Client({ name: "ratchet-test", version: "1.0.0" });
