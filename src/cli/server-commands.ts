@@ -53,7 +53,10 @@ export async function serve(opts: ServeOptions): Promise<number> {
   if (token !== undefined && token.length < 16)
     throw new RatchetError(ErrorCode.Usage, "--token must be at least 16 characters", { field: "token" });
   const workspace = workspaceOf(opts);
-  const { startServer } = await import("../server/index.js");
+  const { startServer, DEFAULT_PORT } = await import("../server/index.js");
+  const host = opts.host ?? "127.0.0.1";
+  if (!["127.0.0.1", "::1", "localhost"].includes(host))
+    err(`ratchet serve: binding ${host}: reads need no token, so anyone who can reach it can read the ledger`);
   const server = await startServer({
     workspace,
     ...(opts.host ? { host: opts.host } : {}),
@@ -63,6 +66,14 @@ export async function serve(opts: ServeOptions): Promise<number> {
     runnerDirs: (opts.runnerDir ?? []).map((d) => resolve(d)),
     workflows: (opts.workflow ?? []).map((w) => resolve(w)),
     ...(opts.quiet ? {} : { log: (line: string) => err(`ratchet serve: ${line}`) }),
+  }).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === "EADDRINUSE" || e.code === "EACCES" || e.code === "EADDRNOTAVAIL")
+      throw new RatchetError(
+        ErrorCode.InvalidValue,
+        `cannot listen on ${host}:${port ?? DEFAULT_PORT}: ${e.code} (choose another --port or --host)`,
+        { field: e.code === "EADDRNOTAVAIL" ? "host" : "port" },
+      );
+    throw e;
   });
   out(
     JSON.stringify({
