@@ -56,7 +56,9 @@ export async function serve(opts: ServeOptions): Promise<number> {
   const { startServer, DEFAULT_PORT } = await import("../server/index.js");
   const host = opts.host ?? "127.0.0.1";
   if (!["127.0.0.1", "::1", "localhost"].includes(host))
-    err(`ratchet serve: binding ${host}: reads need no token, so anyone who can reach it can read the ledger`);
+    err(
+      `ratchet serve: binding ${host}: reads need no token, so anyone who can reach it can read the ledger`,
+    );
   const server = await startServer({
     workspace,
     ...(opts.host ? { host: opts.host } : {}),

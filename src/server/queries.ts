@@ -53,11 +53,22 @@ export class ServerQueries {
     ).all({ name: q.name, planId: q.planId, beforeId: q.beforeId, limit: q.limit }) as MetricRow[];
   }
 
-  /** The workflows seen in the run tables: id, newest path and newest run time. */
+  /**
+   * The workflows seen in the run tables: id, newest path and newest run time. Jumps from one
+   * workflow id to the next along `workflow_runs_workflow` (a skip scan), so the cost grows with
+   * the number of workflows, not of runs.
+   */
   workflows(limit: number): { workflow_id: string; workflow_path: string; last_run_at: string }[] {
     return this.#sql(
-      `SELECT workflow_id, workflow_path, MAX(started_at) AS last_run_at FROM workflow_runs
-         GROUP BY workflow_id ORDER BY workflow_id LIMIT ?`,
+      `WITH RECURSIVE ids(id) AS (
+         SELECT MIN(workflow_id) FROM workflow_runs
+         UNION ALL
+         SELECT (SELECT MIN(workflow_id) FROM workflow_runs WHERE workflow_id > ids.id) FROM ids WHERE ids.id IS NOT NULL
+       )
+       SELECT r.workflow_id, r.workflow_path, r.started_at AS last_run_at
+         FROM ids JOIN workflow_runs r ON r.rowid = (
+           SELECT rowid FROM workflow_runs WHERE workflow_id = ids.id ORDER BY started_at DESC LIMIT 1)
+         WHERE ids.id IS NOT NULL LIMIT ?`,
     ).all(limit) as { workflow_id: string; workflow_path: string; last_run_at: string }[];
   }
 

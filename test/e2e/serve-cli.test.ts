@@ -24,8 +24,15 @@ async function waitFor(pred: () => boolean, what: string, ms = 20_000) {
 describe("ratchet serve", () => {
   it("prints its address, prints a generated token once, serves writes with it, stops on SIGTERM", async () => {
     const serve = startRatchet(["serve", "--port", "0"], { cwd: ws.dir, timeoutMs: 60_000 });
-    await waitFor(() => serve.stdoutSoFar().includes("\n") && /token[^:]*: [0-9a-f]{64}/.test(serve.stderrSoFar()), "serve to start");
-    const line = JSON.parse(serve.stdoutSoFar().split("\n")[0]!) as { ok: boolean; url: string; port: number };
+    await waitFor(
+      () => serve.stdoutSoFar().includes("\n") && /token[^:]*: [0-9a-f]{64}/.test(serve.stderrSoFar()),
+      "serve to start",
+    );
+    const line = JSON.parse(serve.stdoutSoFar().split("\n")[0]!) as {
+      ok: boolean;
+      url: string;
+      port: number;
+    };
     expect(line).toMatchObject({ ok: true, op: "serve", read_only: false });
     expect(line.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const token = /: ([0-9a-f]{64})/.exec(serve.stderrSoFar())![1]!;
