@@ -167,6 +167,19 @@ describe("dashboard", () => {
     await shot("script-diff");
   });
 
+  it("starts a run with the token from the page and follows it live; a wrong token is refused", async () => {
+    await page.goto(`${url}/#/scripts/hello&token=wrong-token-wrong-token`);
+    await page.locator('[data-action="start-run"]').click();
+    await page.locator("#status", { hasText: "401" }).waitFor();
+    await page.fill("#token", TOKEN);
+    await page.dispatchEvent("#token", "change");
+    await page.locator('[data-action="start-run"]').click();
+    await page.waitForURL(/#\/runs\/run-/);
+    await page.locator('[data-step-run="summarise"] [data-status="passed"]').waitFor({ timeout: 30_000 });
+    expect(await page.evaluate("sessionStorage.getItem('ratchet.token')")).toBe(TOKEN);
+    expect(page.url()).not.toContain("token=");
+  });
+
   it("shows a runner task's rounds, DoD results and patch", async () => {
     const art = new TaskArtifacts(join(ws.dir, "runner-out"), "fix-calc");
     art.reset();

@@ -10,7 +10,8 @@ export function token(): string {
   const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
   if (m?.[1]) {
     sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
-    history.replaceState(null, "", location.pathname + location.hash.replace(/(?:^#|&)token=[^&]+/, "#"));
+    const rest = location.hash.replace(/(^#|&)token=[^&]+/, (_m, lead: string) => (lead === "#" ? "#" : ""));
+    history.replaceState(null, "", location.pathname + rest);
   }
   return sessionStorage.getItem(TOKEN_KEY) ?? "";
 }

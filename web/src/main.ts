@@ -11,6 +11,7 @@ import { runsList, runView, tasksList, taskView, workflowsList, workflowView } f
 const $ = (id: string) => document.getElementById(id) as HTMLElement;
 
 function route(): string[] {
+  token(); // consumes a `&token=…` in the address before the route is read
   return location.hash
     .replace(/^#\/?/, "")
     .split("/")
