@@ -81,6 +81,7 @@ async function start(): Promise<void> {
   tokenInput.addEventListener("change", () => setToken(tokenInput.value.trim()));
   window.addEventListener("hashchange", () => {
     $("log").hidden = true;
+    status("");
     refresh();
   });
   const health = await get("/api/health");
