@@ -6,7 +6,7 @@
 // built-in such as node:crypto does not evaluate every export getter the way an ESM import of it
 // does (bench/ledger (b): about 35 M fewer instructions per CLI write). Every external package
 // used here ships a CommonJS entry.
-import { readdirSync, renameSync, rmSync } from "node:fs";
+import { copyFileSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { build } from "rolldown";
 
 // Built beside the live bundle and swapped in, so a `ratchet` already running keeps loading
@@ -46,3 +46,18 @@ try {
   // first build: nothing to move away
 }
 renameSync(next, "dist/bundle");
+
+// The dashboard (web/): one module script and its static files in dist/web/, served by
+// `ratchet serve`. Built into a side folder and swapped in like the CLI bundle.
+const webNext = `dist/web.next-${process.pid}`;
+rmSync(webNext, { recursive: true, force: true });
+await build({
+  input: { app: "web/src/main.ts" },
+  platform: "browser",
+  logLevel: "warn",
+  output: { dir: webNext, format: "esm", sourcemap: false, entryFileNames: "[name].js", minify: true },
+});
+copyFileSync("web/index.html", `${webNext}/index.html`);
+copyFileSync("web/app.css", `${webNext}/app.css`);
+rmSync("dist/web", { recursive: true, force: true });
+renameSync(webNext, "dist/web");

@@ -9,6 +9,7 @@ declare -A NEED=(
   [python3]=python3
   [bash]=bash
   [bwrap]=bubblewrap
+  [chromium]=chromium
 )
 
 missing=()

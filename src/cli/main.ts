@@ -185,6 +185,7 @@ function build(setStatus: (n: number) => void): Command {
   addBridgeCommands(program, act, globals);
   addRunnerCommands(program, act, globals);
   addBuildCommands(program, act, globals);
+  addServerCommands(program, act, globals);
 
   return program;
 }
@@ -446,6 +447,57 @@ function addBuildCommands(
           wf: string,
           o: { step: string; group?: string; var?: string[]; model?: string; json?: boolean },
         ) => (await bd()).cmdBuild(wf, { ...globals(), ...o }),
+      ),
+    );
+}
+
+/**
+ * The server and the stdio MCP server (src/cli/server-commands.ts). Loaded on demand: hono and the
+ * MCP SDK would slow the start-up of every other command.
+ */
+function addServerCommands(
+  program: Command,
+  act: <A extends unknown[]>(fn: (...a: A) => Promise<number>) => (...a: A) => Promise<void>,
+  globals: () => { db?: string },
+): void {
+  const sc = () => import("./server-commands.js");
+  program
+    .command("serve")
+    .description(
+      "HTTP API, live events (SSE), MCP endpoint and dashboard on 127.0.0.1:8765 until SIGINT/SIGTERM",
+    )
+    .option("--host <address>", "address to bind (default 127.0.0.1)")
+    .option("--port <n>", "port (default 8765; 0: a free port)")
+    .option(
+      "--token <token>",
+      "bearer token of writes and /mcp (default: env RATCHET_SERVER_TOKEN, else generated and printed once on stderr)",
+    )
+    .option("--read-only", "refuse every write (403)")
+    .option("--runner-dir <dir>", "runner output folder to show tasks from (repeatable)", collect)
+    .option(
+      "--workflow <path>",
+      "workflow file or folder to show besides those in the run tables (repeatable)",
+      collect,
+    )
+    .option("--quiet", "no request log on stderr")
+    .addHelpText(
+      "after",
+      '\nExamples:\n  ratchet serve\n  ratchet serve --port 9000 --runner-dir /tmp/runner-out --read-only\n  curl -H "Authorization: Bearer $TOKEN" -d @step.json http://127.0.0.1:8765/api/flows/complete-step',
+    )
+    .action(
+      act(async (o: Parameters<typeof import("./server-commands.js").serve>[0]) =>
+        (await sc()).serve({ ...globals(), ...o }),
+      ),
+    );
+  program
+    .command("mcp")
+    .description("the MCP tools of `ratchet serve` over stdio (for clients that launch servers)")
+    .option("--read-only", "refuse every write tool")
+    .option("--runner-dir <dir>", "runner output folder for runner_status (repeatable)", collect)
+    .option("--workflow <path>", "workflow file or folder (repeatable)", collect)
+    .action(
+      act(async (o: { readOnly?: boolean; runnerDir?: string[]; workflow?: string[] }) =>
+        (await sc()).mcpStdio({ ...globals(), ...o }),
       ),
     );
 }

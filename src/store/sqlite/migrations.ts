@@ -173,7 +173,7 @@ CREATE INDEX workflow_step_runs_step ON workflow_step_runs(step_id, outcome);
   },
   {
     id: 3,
-    name: "lean step transitions",
+    name: "lean_step_transitions",
     // A step transition used to write six pages: the step, the lease index, the event, the event's
     // plan index and sqlite_sequence (AUTOINCREMENT). Events are never deleted, so a plain INTEGER
     // PRIMARY KEY already hands out ever-increasing ids; and a sweep finds expired leases through
@@ -195,6 +195,17 @@ DROP TABLE events;
 ALTER TABLE events_v3 RENAME TO events;
 CREATE INDEX events_plan ON events(plan_id, id);
 DROP INDEX steps_lease;
+`,
+  },
+  {
+    id: 4,
+    name: "server_list_indexes",
+    // The server's lists page newest first by keyset: runs across all workflows on (started_at,
+    // run_id), plans on (created_at, plan_id) so a page needs no sort of the ties. Neither key
+    // column changes after insert, so status updates do not touch these indexes.
+    sql: `
+CREATE INDEX workflow_runs_started ON workflow_runs(started_at, run_id);
+CREATE INDEX plans_created_id ON plans(created_at, plan_id);
 `,
   },
 ];

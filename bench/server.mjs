@@ -1,0 +1,268 @@
+// bench/server — `ratchet serve`.
+//  (a) Live events: a writer in another process records metrics through the ledger as fast as it
+//      can (each metric's value is its write time in epoch ms); 10 SSE clients follow /events.
+//      Figures: events/s delivered to all 10 clients ÷ the writer's own rate with nobody listening
+//      (baseline, same run), and end-to-end latency (commit → frame parsed by a client) p50/p99.
+//  (b) List endpoints on a store of 100,000 steps ÷ the same on a store of 1,000 steps (median of
+//      sequential requests on a warm server): the plans list (first page and a page deep in the
+//      cursor chain), one plan of 100 steps, the runs list and the metrics list.
+import { spawn } from "node:child_process";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { fmt, median, percentile, ROOT, report, tempDir } from "./lib.mjs";
+
+const { startServer } = await import(join(ROOT, "dist", "server", "index.js"));
+const { initWorkspace, SqliteStore } = await import(join(ROOT, "dist", "store", "index.js"));
+
+const quick = process.env.BENCH_QUICK === "1";
+const CLIENTS = 10;
+const EVENTS = quick ? 1000 : 5000;
+const REQUESTS = quick ? 50 : 200;
+const PACED = quick ? 200 : 1000;
+
+function workspace(prefix) {
+  const dir = tempDir(prefix);
+  const { workspace: ws } = initWorkspace(dir);
+  SqliteStore.open(ws.dbPath, { create: true }).close();
+  return { dir, ws };
+}
+
+// The writer: another process, as a `ratchet` CLI or a workflow run would be.
+const WRITER = `
+const { SqliteStore, BlobStore } = await import(${JSON.stringify(join(ROOT, "dist", "store", "index.js"))});
+const { Ledger } = await import(${JSON.stringify(join(ROOT, "dist", "ledger", "index.js"))});
+const [db, blobs, n, gapMs] = process.argv.slice(1);
+const pause = new Int32Array(new SharedArrayBuffer(4));
+const store = SqliteStore.open(db);
+const ledger = new Ledger({ store, blobs: new BlobStore(blobs) });
+const t = performance.now();
+const start = performance.timeOrigin + t;
+for (let i = 0; i < Number(n); i++) {
+  ledger.recordMetric({ name: "bench", value: performance.timeOrigin + performance.now() });
+  if (Number(gapMs) > 0) Atomics.wait(pause, 0, 0, Number(gapMs));
+}
+process.stdout.write(JSON.stringify({ ms: performance.now() - t, start }));
+store.close();
+`;
+
+function runWriter(ws, n, gapMs = 0) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [
+      "--input-type=module",
+      "-e",
+      WRITER,
+      ws.dbPath,
+      ws.blobsDir,
+      String(n),
+      String(gapMs),
+    ]);
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (c) => (out += c));
+    child.stderr.on("data", (c) => (err += c));
+    child.on("close", (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(err))));
+  });
+}
+
+// The 10 SSE clients: one other process, so parsing frames does not compete with the server.
+const CLIENTS_SCRIPT = `
+const [url, n, expected] = process.argv.slice(1).map((v, i) => (i === 0 ? v : Number(v)));
+const lat = [];
+let last = 0;
+let done = 0;
+async function client() {
+  const res = await fetch(url + "/events");
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  let count = 0;
+  for (;;) {
+    const { value, done: end } = await reader.read();
+    if (end) return;
+    const frames = (buf + value).split("\\n\\n");
+    buf = frames.pop();
+    for (const f of frames) {
+      const line = f.split("\\n").find((l) => l.startsWith("data: "));
+      if (!line) continue;
+      const now = performance.timeOrigin + performance.now();
+      lat.push(now - JSON.parse(line.slice(6)).payload.value);
+      last = Math.max(last, now);
+      if (++count === expected) {
+        if (++done === n) {
+          process.stdout.write(JSON.stringify({ lat, last }), () => process.exit(0));
+        }
+        return;
+      }
+    }
+  }
+}
+for (let i = 0; i < n; i++) void client();
+setTimeout(() => process.stdout.write("ready\\n"), 300);
+`;
+
+function startClients(url, expected) {
+  const child = spawn(process.execPath, [
+    "--input-type=module",
+    "-e",
+    CLIENTS_SCRIPT,
+    url,
+    String(CLIENTS),
+    String(expected),
+  ]);
+  let out = "";
+  let err = "";
+  child.stderr.on("data", (c) => (err += c));
+  const ready = new Promise((resolve) => {
+    child.stdout.on("data", (c) => {
+      out += c;
+      if (out.startsWith("ready\n")) resolve();
+    });
+  });
+  const result = new Promise((resolve, reject) => {
+    const watchdog = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`SSE clients did not receive all ${EVENTS} events within 120 s: ${err}`));
+    }, 120_000);
+    child.on("close", (code) => {
+      clearTimeout(watchdog);
+      code === 0
+        ? resolve(JSON.parse(out.slice("ready\n".length)))
+        : reject(new Error(`clients exited ${code}: ${err}`));
+    });
+  });
+  return { ready, result };
+}
+
+async function liveEvents() {
+  // Baseline: the writer alone.
+  const base = workspace("sse-base");
+  const alone = await runWriter(base.ws, EVENTS);
+  rmSync(base.dir, { recursive: true, force: true });
+
+  const { dir, ws } = workspace("sse");
+  const server = await startServer({ workspace: ws, port: 0, token: "bench-token-0123456789abcdef" });
+  const clients = startClients(server.url, EVENTS);
+  await clients.ready;
+  const wrote = await runWriter(ws, EVENTS);
+  const { lat, last } = await clients.result;
+  // Paced: one event every 5 ms (~200/s, a busy agent fleet), where latency is not queueing.
+  const pacedClients = startClients(server.url, PACED);
+  await pacedClients.ready;
+  await runWriter(ws, PACED, 5);
+  const paced = (await pacedClients.result).lat;
+  await server.close();
+  rmSync(dir, { recursive: true, force: true });
+  const writeStart = wrote.start;
+  const delivered = EVENTS / ((last - writeStart) / 1000);
+  const writerRate = EVENTS / (alone.ms / 1000);
+  return {
+    "events written (one writer process)": EVENTS,
+    "SSE clients (one other process)": CLIENTS,
+    "writer alone, events/s (baseline)": writerRate,
+    "writer while serving, events/s": EVENTS / (wrote.ms / 1000),
+    "delivered to all 10 clients, events/s": delivered,
+    "delivered ÷ writer alone": delivered / writerRate,
+    "end-to-end latency at full speed p50 (ms)": percentile(lat, 50),
+    "end-to-end latency at full speed p99 (ms)": percentile(lat, 99),
+    "end-to-end latency paced ~200 events/s p50 (ms)": percentile(paced, 50),
+    "end-to-end latency paced ~200 events/s p99 (ms)": percentile(paced, 99),
+  };
+}
+
+/** A store with `plans` plans of 100 steps, a run and 100 metrics per plan, one event per step. */
+function seed(ws, plans) {
+  const store = SqliteStore.open(ws.dbPath);
+  const db = store.db;
+  const insPlan = db.prepare(
+    "INSERT INTO plans (plan_id, goal, kind, status, max_revisions, created_at, updated_at) VALUES (?, ?, 'plan', ?, 5, ?, ?)",
+  );
+  const insStep = db.prepare(
+    "INSERT INTO steps (step_id, plan_id, parent_step_id, seq, role, depth, title, type, status, created_at, updated_at, started_at, finished_at, duration_ms) VALUES (?, ?, NULL, ?, 'regular', 0, ?, 'CODE', 'COMPLETED', ?, ?, ?, ?, 1000)",
+  );
+  const insRun = db.prepare(
+    "INSERT INTO workflow_runs (run_id, workflow_id, workflow_path, plan_id, trigger, status, owner, started_at, finished_at) VALUES (?, 'wf', '/nowhere/workflow.yaml', ?, 'manual', 'passed', '1@bench', ?, ?)",
+  );
+  const insMetric = db.prepare(
+    "INSERT INTO metrics (name, value, plan_id, created_at) VALUES ('m', ?, ?, ?)",
+  );
+  const insEvent = db.prepare(
+    "INSERT INTO events (at, entity_kind, entity_id, plan_id, type, payload) VALUES (?, 'step', ?, ?, 'step.completed', '{}')",
+  );
+  const t0 = Date.parse("2026-01-01T00:00:00Z");
+  db.transaction(() => {
+    for (let p = 0; p < plans; p++) {
+      const at = new Date(t0 + p * 60_000).toISOString();
+      const id = `plan-${String(p).padStart(6, "0")}`;
+      insPlan.run(id, `goal ${p}`, "COMPLETED", at, at);
+      insRun.run(`run-${String(p).padStart(14, "0")}-000000`, id, at, at);
+      for (let s = 1; s <= 100; s++) {
+        const sid = `${id}-S${s}`;
+        insStep.run(sid, id, s, `step ${s}`, at, at, at, at);
+        insMetric.run(s, id, at);
+        insEvent.run(at, sid, id);
+      }
+    }
+  })();
+  store.close();
+}
+
+async function timeOne(url) {
+  const t = performance.now();
+  const r = await fetch(url);
+  await r.arrayBuffer();
+  if (!r.ok) throw new Error(`${url}: ${r.status}`);
+  return performance.now() - t;
+}
+
+async function openStore(plans) {
+  const { dir, ws } = workspace(`list-${plans}`);
+  seed(ws, plans);
+  const server = await startServer({ workspace: ws, port: 0, token: "bench-token-0123456789abcdef" });
+  // A cursor in the middle of the chain: the page after the middle plan.
+  const mid = `plan-${String(Math.floor(plans / 2)).padStart(6, "0")}`;
+  const midAt = new Date(Date.parse("2026-01-01T00:00:00Z") + Math.floor(plans / 2) * 60_000).toISOString();
+  const cursor = Buffer.from(JSON.stringify([midAt, mid])).toString("base64url");
+  const paths = {
+    "plans list, first page": "/api/plans?limit=50",
+    "plans list, the page after the middle plan (cursor)": `/api/plans?limit=50&cursor=${cursor}`,
+    "one plan (100 steps, tree order)": `/api/plans/${mid}`,
+    "runs list, first page": "/api/runs?limit=50",
+    "metrics list, first page": "/api/metrics?limit=50",
+  };
+  return { dir, server, paths };
+}
+
+/** Both stores served at once; requests alternate between them so machine noise hits both alike. */
+async function lists() {
+  const small = await openStore(10);
+  const large = await openStore(1000);
+  const out = {};
+  for (const k of Object.keys(small.paths)) {
+    const a = [];
+    const b = [];
+    for (let i = 0; i < 20; i++) {
+      await timeOne(`${small.server.url}${small.paths[k]}`);
+      await timeOne(`${large.server.url}${large.paths[k]}`);
+    }
+    for (let i = 0; i < REQUESTS; i++) {
+      a.push(await timeOne(`${small.server.url}${small.paths[k]}`));
+      b.push(await timeOne(`${large.server.url}${large.paths[k]}`));
+    }
+    out[k] = [median(a), median(b)];
+  }
+  for (const s of [small, large]) {
+    await s.server.close();
+    rmSync(s.dir, { recursive: true, force: true });
+  }
+  return out;
+}
+
+const live = await liveEvents();
+const listed = await lists();
+const figures = { ...live };
+for (const [k, [small, large]] of Object.entries(listed)) {
+  figures[`${k}: 1,000 steps p50 (ms)`] = small;
+  figures[`${k}: 100,000 steps p50 (ms)`] = large;
+  figures[`${k}: 100k ÷ 1k`] = large / small;
+}
+report("server", figures);
+console.log(`\n  (${fmt(REQUESTS, 0)} sequential requests per endpoint; the machine may be shared)`);

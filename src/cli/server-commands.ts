@@ -1,0 +1,124 @@
+/**
+ * `ratchet serve` and `ratchet mcp`. Thin: parse flags, start the server (or the stdio MCP server)
+ * over the workspace, run until SIGINT/SIGTERM (or stdin closes), close.
+ */
+import { resolve } from "node:path";
+import { ErrorCode, RatchetError } from "../core/index.js";
+import { resolveWorkspace, SqliteStore } from "../store/index.js";
+import type { GlobalOptions } from "./context.js";
+import { err, out } from "./io.js";
+
+export interface ServeOptions extends GlobalOptions {
+  host?: string;
+  port?: string;
+  token?: string;
+  readOnly?: boolean;
+  runnerDir?: string[];
+  workflow?: string[];
+  quiet?: boolean;
+}
+
+function parsePort(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new RatchetError(ErrorCode.Usage, `--port must be a whole number from 0 to 65535 (got ${raw})`, {
+      field: "port",
+    });
+  return n;
+}
+
+function workspaceOf(opts: GlobalOptions) {
+  const workspace = resolveWorkspace({ ...(opts.db ? { db: opts.db } : {}) });
+  SqliteStore.open(workspace.dbPath, { create: true }).close(); // migrate before serving
+  return workspace;
+}
+
+function untilSignal(): Promise<void> {
+  return new Promise((res) => {
+    const stop = () => {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+      res();
+    };
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+  });
+}
+
+/** `ratchet serve`. */
+export async function serve(opts: ServeOptions): Promise<number> {
+  const port = parsePort(opts.port);
+  const token = opts.token ?? process.env.RATCHET_SERVER_TOKEN;
+  if (token !== undefined && token.length < 16)
+    throw new RatchetError(ErrorCode.Usage, "--token must be at least 16 characters", { field: "token" });
+  const workspace = workspaceOf(opts);
+  const { startServer, DEFAULT_PORT } = await import("../server/index.js");
+  const host = opts.host ?? "127.0.0.1";
+  if (!["127.0.0.1", "::1", "localhost"].includes(host))
+    err(
+      `ratchet serve: binding ${host}: reads need no token, so anyone who can reach it can read the ledger`,
+    );
+  const server = await startServer({
+    workspace,
+    ...(opts.host ? { host: opts.host } : {}),
+    ...(port !== undefined ? { port } : {}),
+    ...(token ? { token } : {}),
+    readOnly: opts.readOnly === true,
+    runnerDirs: (opts.runnerDir ?? []).map((d) => resolve(d)),
+    workflows: (opts.workflow ?? []).map((w) => resolve(w)),
+    ...(opts.quiet ? {} : { log: (line: string) => err(`ratchet serve: ${line}`) }),
+  }).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === "EADDRINUSE" || e.code === "EACCES" || e.code === "EADDRNOTAVAIL")
+      throw new RatchetError(
+        ErrorCode.InvalidValue,
+        `cannot listen on ${host}:${port ?? DEFAULT_PORT}: ${e.code} (choose another --port or --host)`,
+        { field: e.code === "EADDRNOTAVAIL" ? "host" : "port" },
+      );
+    throw e;
+  });
+  out(
+    JSON.stringify({
+      ok: true,
+      op: "serve",
+      url: server.url,
+      port: server.port,
+      read_only: opts.readOnly === true,
+      dashboard: `${server.url}/`,
+    }),
+  );
+  // The token is printed once, on stderr, only when it was generated here.
+  if (!token) err(`ratchet serve: bearer token (writes and /mcp): ${server.token}`);
+  await untilSignal();
+  await server.close();
+  return 0;
+}
+
+/** `ratchet mcp`: the same MCP tools over stdio, until stdin closes or a signal. */
+export async function mcpStdio(
+  opts: GlobalOptions & { readOnly?: boolean; runnerDir?: string[]; workflow?: string[] },
+): Promise<number> {
+  const workspace = workspaceOf(opts);
+  const [{ openServerContext, createMcpServer }, { StdioServerTransport }] = await Promise.all([
+    import("../server/index.js"),
+    import("@modelcontextprotocol/sdk/server/stdio.js"),
+  ]);
+  const ctx = openServerContext({
+    workspace,
+    runnerDirs: (opts.runnerDir ?? []).map((d) => resolve(d)),
+    workflows: (opts.workflow ?? []).map((w) => resolve(w)),
+  });
+  const server = createMcpServer(ctx, { readOnly: opts.readOnly === true });
+  const closed = new Promise<void>((res) => {
+    server.onclose = () => res();
+  });
+  await server.connect(new StdioServerTransport());
+  await Promise.race([
+    closed,
+    untilSignal(),
+    new Promise<void>((res) => process.stdin.once("end", () => res())),
+  ]);
+  await server.close();
+  ctx.close();
+  return 0;
+}

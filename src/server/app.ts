@@ -1,0 +1,113 @@
+/**
+ * The server's hono app: one auth rule, one error mapping, and route groups mounted in order.
+ * Reads are open (the server binds to loopback by default); every write and the MCP endpoint need
+ * the bearer token; `readOnly` refuses every write with 403. More route groups (e.g. thread
+ * approvals) mount through {@link ServerAppOptions.extraRoutes} without touching this file.
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { type Context, Hono, type MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import type { ServerContext } from "./context.js";
+import { replyCode, replyError, ServerErrorCode } from "./http.js";
+import { MAX_BODY_BYTES } from "./limits.js";
+import { ledgerRoutes } from "./routes/ledger.js";
+import { mcpRoutes } from "./routes/mcp.js";
+import { openapiRoutes } from "./routes/openapi.js";
+import { runnerRoutes } from "./routes/runner.js";
+import { runRoutes } from "./routes/runs.js";
+import { sseRoutes } from "./routes/sse.js";
+import { staticRoutes } from "./routes/static.js";
+import { workflowRoutes } from "./routes/workflows.js";
+
+export type ServerEnv = { Variables: Record<string, never> };
+export type ServerApp = Hono<ServerEnv>;
+
+/** What a route group gets: the app, the shared context, and the guard to put before writes. */
+export interface RouteKit {
+  ctx: ServerContext;
+  /** Put before every route that changes something: checks the token and `readOnly`. */
+  write: MiddlewareHandler<ServerEnv>;
+  /** Checks the token only (MCP: its tools refuse writes themselves in read-only mode). */
+  auth: MiddlewareHandler<ServerEnv>;
+  readOnly: boolean;
+}
+
+/** A group of routes. Mount more with {@link ServerAppOptions.extraRoutes}. */
+export type RouteGroup = (app: ServerApp, kit: RouteKit) => void;
+
+export interface ServerAppOptions {
+  ctx: ServerContext;
+  /** The bearer token of writes and MCP. */
+  token: string;
+  /** Refuse every write (403 `read_only`). Default false. */
+  readOnly?: boolean;
+  /** Route groups mounted after the built-in API routes and before the dashboard. */
+  extraRoutes?: readonly RouteGroup[];
+  /** One line per request. Default: none. */
+  log?: (line: string) => void;
+}
+
+/** Compares two secrets in constant time. */
+function tokensMatch(given: string, expected: string): boolean {
+  const a = createHash("sha256").update(given).digest();
+  const b = createHash("sha256").update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+/** The built-in route groups, in mount order. */
+export const BUILTIN_ROUTES: readonly RouteGroup[] = [
+  ledgerRoutes,
+  runRoutes,
+  workflowRoutes,
+  runnerRoutes,
+  sseRoutes,
+  mcpRoutes,
+  openapiRoutes,
+];
+
+export function createServerApp(opts: ServerAppOptions): ServerApp {
+  const app: ServerApp = new Hono<ServerEnv>();
+  const readOnly = opts.readOnly === true;
+
+  app.onError((e, c) => replyError(c, e));
+  app.notFound((c) => replyCode(c, "not_found", `no route ${c.req.method} ${c.req.path}`));
+
+  if (opts.log) {
+    const log = opts.log;
+    app.use("*", async (c, next) => {
+      const t = performance.now();
+      await next();
+      log(`${c.req.method} ${c.req.path} ${c.res.status} ${(performance.now() - t).toFixed(1)}ms`);
+    });
+  }
+
+  const denied = (c: Context<ServerEnv>): Response | undefined => {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header("authorization") ?? "");
+    if (!m?.[1] || !tokensMatch(m[1], opts.token))
+      return replyCode(c, ServerErrorCode.Unauthorized, "missing or invalid bearer token");
+    return undefined;
+  };
+  const auth: MiddlewareHandler<ServerEnv> = async (c, next) => {
+    const refusal = denied(c);
+    if (refusal) return refusal;
+    await next();
+    return undefined;
+  };
+  const limit = bodyLimit({
+    maxSize: MAX_BODY_BYTES,
+    onError: (c) =>
+      replyCode(c, ServerErrorCode.TooLarge, `the body is larger than ${MAX_BODY_BYTES} bytes`, "body"),
+  });
+  const write: MiddlewareHandler<ServerEnv> = async (c, next) => {
+    const refusal = denied(c);
+    if (refusal) return refusal;
+    if (readOnly)
+      return replyCode(c, ServerErrorCode.ReadOnly, "the server runs with --read-only: writes are refused");
+    return limit(c, next);
+  };
+
+  const kit: RouteKit = { ctx: opts.ctx, write, auth, readOnly };
+  for (const group of [...BUILTIN_ROUTES, ...(opts.extraRoutes ?? [])]) group(app, kit);
+  staticRoutes(app, kit);
+  return app;
+}

@@ -1,0 +1,56 @@
+/**
+ * What the routes share: the store, blobs and ledger of one workspace, the run tables, the event
+ * hub, and the folders the server may read runner tasks and workflows from. Built once per server.
+ */
+import { dirname } from "node:path";
+import { Ledger } from "../ledger/index.js";
+import { BlobStore, SqliteStore, type Workspace } from "../store/index.js";
+import { RunStore } from "../workflow/index.js";
+import { EventHub } from "./event-hub.js";
+
+/** Options of {@link openServerContext}. Only `workspace` is required. */
+export interface ServerContextOptions {
+  workspace: Workspace;
+  /** Runner output folders whose tasks the server shows. Default: none. */
+  runnerDirs?: readonly string[];
+  /** Workflow files or folders the server shows besides those found in the run tables. */
+  workflows?: readonly string[];
+}
+
+export interface ServerContext {
+  workspace: Workspace;
+  store: SqliteStore;
+  blobs: BlobStore;
+  ledger: Ledger;
+  runs: RunStore;
+  hub: EventHub;
+  runnerDirs: readonly string[];
+  workflows: readonly string[];
+  /** Runs started through this server, cancelled when it closes. */
+  active: Set<AbortController>;
+  close(): void;
+}
+
+export function openServerContext(opts: ServerContextOptions): ServerContext {
+  const store = SqliteStore.open(opts.workspace.dbPath, { create: true });
+  const blobs = new BlobStore(opts.workspace.blobsDir);
+  const ledger = new Ledger({ store, blobs });
+  const hub = new EventHub(store, dirname(opts.workspace.dbPath));
+  const active = new Set<AbortController>();
+  return {
+    workspace: opts.workspace,
+    store,
+    blobs,
+    ledger,
+    runs: new RunStore(store),
+    hub,
+    runnerDirs: opts.runnerDirs ?? [],
+    workflows: opts.workflows ?? [],
+    active,
+    close() {
+      for (const a of active) a.abort();
+      hub.close();
+      store.close();
+    },
+  };
+}

@@ -1,0 +1,133 @@
+/**
+ * The one mapping from errors to HTTP replies, body and query parsing, and keyset cursors.
+ * Error bodies: `{ok:false, error:{code, message, field?}}`; write flows add their tail `marker`.
+ */
+import type { Context } from "hono";
+import { ErrorCode, httpStatusFor, RatchetError, toRatchetError } from "../core/index.js";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./limits.js";
+
+/** Codes only the server uses, beside the core's. */
+export const ServerErrorCode = {
+  Unauthorized: "unauthorized",
+  ReadOnly: "read_only",
+  TooLarge: "body_too_large",
+} as const;
+
+const SERVER_STATUS: Record<string, number> = {
+  unauthorized: 401,
+  read_only: 403,
+  body_too_large: 413,
+};
+
+/** The HTTP status of an error code (core codes through `httpStatusFor`). */
+export function statusOf(code: string): number {
+  return SERVER_STATUS[code] ?? httpStatusFor(code);
+}
+
+export function errorBody(code: string, message: string, field?: unknown): Record<string, unknown> {
+  return {
+    ok: false,
+    error: { code, message, ...(typeof field === "string" ? { field } : {}) },
+  };
+}
+
+/** Replies with the error's status and body. Internal errors keep their message out of the reply. */
+export function replyError(c: Context, e: unknown, extra: Record<string, unknown> = {}): Response {
+  const err = toRatchetError(e);
+  const status = statusOf(err.code);
+  const message = err.code === ErrorCode.Internal ? "internal error (see the server log)" : err.message;
+  if (err.code === ErrorCode.Internal) console.error(`ratchet serve: ${err.stack ?? err.message}`);
+  return c.json({ ...errorBody(err.code, message, err.details.field), ...extra }, status as 400);
+}
+
+export function replyCode(c: Context, code: string, message: string, field?: string): Response {
+  const headers: Record<string, string> =
+    code === ServerErrorCode.Unauthorized ? { "WWW-Authenticate": 'Bearer realm="ratchet"' } : {};
+  return c.json(errorBody(code, message, field), statusOf(code) as 400, headers);
+}
+
+/** Reads a JSON body; an empty body is `{}` when `allowEmpty`. @throws `malformed_input` (400, field `body`). */
+export async function readJsonBody(c: Context, allowEmpty = false): Promise<unknown> {
+  const text = await c.req.text();
+  if (text.trim() === "") {
+    if (allowEmpty) return {};
+    throw new RatchetError(ErrorCode.MalformedInput, "the request body is empty: send a JSON object", {
+      field: "body",
+    });
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (e) {
+    throw new RatchetError(ErrorCode.MalformedInput, `the body is not valid JSON: ${(e as Error).message}`, {
+      field: "body",
+    });
+  }
+}
+
+/** `?limit=`: 1..MAX_PAGE_SIZE. @throws `usage` naming `limit`. */
+export function pageSize(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_PAGE_SIZE;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE_SIZE)
+    throw new RatchetError(
+      ErrorCode.Usage,
+      `limit must be an integer from 1 to ${MAX_PAGE_SIZE} (got ${raw})`,
+      {
+        field: "limit",
+      },
+    );
+  return n;
+}
+
+/** An opaque cursor: the sort key of the last row of a page, base64url JSON. */
+export function encodeCursor(key: readonly (string | number)[]): string {
+  return Buffer.from(JSON.stringify(key)).toString("base64url");
+}
+
+/** @throws `usage` naming `cursor` for anything that is not a cursor of `arity` strings/numbers. */
+export function decodeCursor(raw: string | undefined, arity: number): (string | number)[] | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  try {
+    const v = JSON.parse(Buffer.from(raw, "base64url").toString("utf8")) as unknown;
+    if (
+      Array.isArray(v) &&
+      v.length === arity &&
+      v.every((x) => typeof x === "string" || typeof x === "number")
+    )
+      return v as (string | number)[];
+  } catch {
+    // fall through
+  }
+  throw new RatchetError(ErrorCode.Usage, "cursor is not a cursor this endpoint returned", {
+    field: "cursor",
+  });
+}
+
+/** A page of a keyset-paginated list. */
+export interface Page<T> {
+  items: T[];
+  /** Pass as `?cursor=` for the next page; null on the last page. */
+  next_cursor: string | null;
+}
+
+/** Builds a page from `limit + 1` fetched rows. */
+export function page<T>(rows: T[], limit: number, key: (row: T) => (string | number)[]): Page<T> {
+  const more = rows.length > limit;
+  const items = more ? rows.slice(0, limit) : rows;
+  const last = items[items.length - 1];
+  return { items, next_cursor: more && last !== undefined ? encodeCursor(key(last)) : null };
+}
+
+/** An enumerated query parameter. @throws `usage` naming it. */
+export function oneOfParam<T extends string>(
+  name: string,
+  raw: string | undefined,
+  allowed: readonly T[],
+): T | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  if (!(allowed as readonly string[]).includes(raw))
+    throw new RatchetError(ErrorCode.Usage, `${name} must be one of ${allowed.join(", ")} (got ${raw})`, {
+      field: name,
+    });
+  return raw as T;
+}

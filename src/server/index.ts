@@ -1,0 +1,16 @@
+/**
+ * `server/`: `ratchet serve` — REST reads and writes over the same services as the CLI, live
+ * events (SSE), an MCP endpoint, the OpenAPI document and the dashboard. See docs/server.md.
+ */
+export type { RouteGroup, RouteKit, ServerApp, ServerAppOptions, ServerEnv } from "./app.js";
+export { BUILTIN_ROUTES, createServerApp } from "./app.js";
+export type { ServerContext, ServerContextOptions } from "./context.js";
+export { openServerContext } from "./context.js";
+export type { EventFilter, Subscriber } from "./event-hub.js";
+export { EventHub } from "./event-hub.js";
+export { ServerErrorCode, statusOf } from "./http.js";
+export { DEFAULT_HOST, DEFAULT_PORT } from "./limits.js";
+export { createMcpServer, toolNameOf } from "./mcp-tools.js";
+export { openApiDocument } from "./openapi.js";
+export type { RunningServer, StartServerOptions } from "./server.js";
+export { generateServerToken, startServer } from "./server.js";

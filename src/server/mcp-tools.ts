@@ -1,0 +1,202 @@
+/**
+ * The MCP server of Ratchet: the ledger's write flows, starting a run, reading plans and runs, and
+ * runner status as typed tools. The input schemas are the write flows' own JSON Schemas, and every
+ * call goes through the same service function as the CLI and REST (`applyOp`, `startRun`,
+ * `showPlan`). Served over streamable HTTP at `/mcp` and over stdio by `ratchet mcp`.
+ */
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ListToolsRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
+import { applyOp, OP_INPUTS, OP_NAMES, type Op, PlanStatus, showPlan } from "../ledger/index.js";
+import type { ServerContext } from "./context.js";
+import { MAX_PAGE_SIZE } from "./limits.js";
+import { listTasks, taskDetail, taskSummary } from "./routes/runner.js";
+import { parseStartRun, START_RUN_SCHEMA, startRun } from "./routes/runs.js";
+
+const VERSION = "0.1.0";
+
+const OP_DESCRIPTIONS: Record<Op, string> = {
+  "publish-plan": "Publish a plan of steps; returns plan_id and step_ids.",
+  "start-step": "Start a PENDING step (takes its lease).",
+  "complete-step":
+    "Complete an IN_PROGRESS step with a one-sentence summary (COMMAND steps go through run_step).",
+  "fail-step": "Fail an IN_PROGRESS step with a reason.",
+  "append-log": "Append raw output to a step's log.",
+  "run-step":
+    "Start a step, run a shell command in the workspace, capture its output and true exit code, complete or fail it.",
+  deviate: "Add sub-steps under a step (counts against the revision budget).",
+  "record-skill": "Record a skill activated mid-flight.",
+  "record-metric": "Record a numeric observation.",
+  "raise-budget": "Raise a plan's revision budget with a reason.",
+  "abandon-plan": "Put down a plan nobody started.",
+  "finish-plan": "Run a plan's close-out (or force-finish a partial plan).",
+  "agent-review-close": "Close a plan that awaits an agent review: outcome pass or fail.",
+  heartbeat: "Renew the lease of an IN_PROGRESS step.",
+  sweep: "Fail IN_PROGRESS steps whose lease expired (optionally of one plan).",
+};
+
+/** The MCP tool name of a write flow: `publish-plan` → `publish_plan`. */
+export const toolNameOf = (op: Op) => op.replaceAll("-", "_");
+
+interface ToolDef {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  write: boolean;
+  call(args: Record<string, unknown>): Promise<Record<string, unknown>>;
+}
+
+const obj = (properties: Record<string, unknown>, required: string[] = []) => ({
+  type: "object",
+  properties,
+  required,
+  additionalProperties: false,
+});
+
+function toolDefs(ctx: ServerContext): ToolDef[] {
+  const flows: ToolDef[] = OP_NAMES.map((op) => ({
+    name: toolNameOf(op),
+    description: OP_DESCRIPTIONS[op],
+    inputSchema: OP_INPUTS[op].json(),
+    write: true,
+    async call(args) {
+      const outcome = await applyOp(ctx.ledger, op, args, { cwd: ctx.workspace.root });
+      ctx.hub.kick();
+      if (!outcome.ok) throw Object.assign(outcome.error!, { marker: outcome.marker });
+      return { result: outcome.result, marker: outcome.marker };
+    },
+  }));
+  return [
+    ...flows,
+    {
+      name: "start_run",
+      description:
+        "Start a workflow run (saved scripts, no model); returns run_id once it is recorded. Follow it with get_run.",
+      inputSchema: START_RUN_SCHEMA,
+      write: true,
+      call: async (args) => ({ ok: true, op: "run-start", ...(await startRun(ctx, parseStartRun(args))) }),
+    },
+    {
+      name: "get_plan",
+      description: "A plan's steps in tree order with statuses, logs, deviations, metrics and skills.",
+      inputSchema: obj(
+        {
+          plan_id: { type: "string" },
+          step: { type: "string", description: "only this step and its sub-steps" },
+        },
+        ["plan_id"],
+      ),
+      write: false,
+      call: async (args) => {
+        const planId = need(args, "plan_id");
+        const step = typeof args.step === "string" ? args.step : undefined;
+        return { ...showPlan(ctx.store, ctx.blobs, planId, step ? { step } : {}) };
+      },
+    },
+    {
+      name: "list_plans",
+      description: "Plans, newest first.",
+      inputSchema: obj({
+        status: { type: "string", enum: Object.values(PlanStatus) },
+        limit: { type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE },
+      }),
+      write: false,
+      call: async (args) => ({
+        items: ctx.store.listPlans({
+          limit: typeof args.limit === "number" ? Math.min(args.limit, MAX_PAGE_SIZE) : 50,
+          ...(typeof args.status === "string" ? { status: args.status } : {}),
+        }),
+      }),
+    },
+    {
+      name: "get_run",
+      description: "A workflow run with each step's mode, fast path, outcome, tokens, duration and error.",
+      inputSchema: obj({ run_id: { type: "string" } }, ["run_id"]),
+      write: false,
+      call: async (args) => {
+        const runId = need(args, "run_id");
+        const run = ctx.runs.getRun(runId);
+        if (!run) throw new RatchetError(ErrorCode.NotFound, `run ${runId} not found`, { field: "run_id" });
+        return { run, steps: ctx.runs.stepRuns(runId) };
+      },
+    },
+    {
+      name: "runner_status",
+      description:
+        "Runner tasks of the server's runner folders; with task_id: its state, rounds, DoD runs and result.",
+      inputSchema: obj({ task_id: { type: "string" } }),
+      write: false,
+      call: async (args) =>
+        typeof args.task_id === "string"
+          ? taskDetail(ctx, args.task_id)
+          : { items: listTasks(ctx).map(taskSummary) },
+    },
+  ];
+}
+
+function need(args: Record<string, unknown>, field: string): string {
+  const v = args[field];
+  if (typeof v !== "string" || v === "")
+    throw new RatchetError(ErrorCode.SchemaViolation, `field \`${field}\`: must be a non-empty string`, {
+      field,
+    });
+  return v;
+}
+
+function reply(value: Record<string, unknown>, isError = false): CallToolResult {
+  return { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value, isError };
+}
+
+/** A new MCP server over `ctx` (one per HTTP request in stateless mode; one for stdio). */
+export function createMcpServer(ctx: ServerContext, opts: { readOnly?: boolean } = {}): Server {
+  const server = new Server({ name: "ratchet", version: VERSION }, { capabilities: { tools: {} } });
+  const defs = toolDefs(ctx);
+  const byName = new Map(defs.map((d) => [d.name, d]));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: defs.map((d) => ({
+      name: d.name,
+      description: d.description,
+      inputSchema: d.inputSchema as { type: "object" },
+      annotations: { readOnlyHint: !d.write },
+    })),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (req) => {
+    const def = byName.get(req.params.name);
+    if (!def)
+      return reply(
+        { ok: false, error: { code: ErrorCode.NotFound, message: `no tool ${req.params.name}` } },
+        true,
+      );
+    if (def.write && opts.readOnly)
+      return reply(
+        {
+          ok: false,
+          error: { code: "read_only", message: "the server runs with --read-only: writes are refused" },
+        },
+        true,
+      );
+    try {
+      return reply(await def.call((req.params.arguments ?? {}) as Record<string, unknown>));
+    } catch (e) {
+      const err = toRatchetError(e);
+      const marker = (e as { marker?: unknown }).marker;
+      return reply(
+        {
+          ok: false,
+          error: {
+            code: err.code,
+            message: err.message,
+            ...(err.details.field ? { field: err.details.field } : {}),
+          },
+          ...(marker ? { marker } : {}),
+        },
+        true,
+      );
+    }
+  });
+  return server;
+}

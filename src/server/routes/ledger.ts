@@ -1,0 +1,106 @@
+/**
+ * Ledger routes. Reads: plans (newest first, keyset cursor), one plan in tree order with logs,
+ * deviations, metrics and skills, one step with its full logs, blobs, metrics. Writes: one route per
+ * write flow (`POST /api/flows/{op}`), the same JSON input and result/marker as the CLI.
+ */
+import { ErrorCode, RatchetError } from "../../core/index.js";
+import { applyOp, OP_NAMES, type Op, PlanStatus, showPlan } from "../../ledger/index.js";
+import type { RouteGroup } from "../app.js";
+import { decodeCursor, oneOfParam, page, pageSize, readJsonBody, statusOf } from "../http.js";
+import { ServerQueries } from "../queries.js";
+
+const PLAN_STATUSES = Object.values(PlanStatus);
+
+export const ledgerRoutes: RouteGroup = (app, { ctx, write }) => {
+  const q = new ServerQueries(ctx.store);
+
+  app.get("/api/health", (c) => c.json({ ok: true, last_event_id: ctx.store.lastEventId() }));
+
+  app.get("/api/plans", (c) => {
+    const limit = pageSize(c.req.query("limit"));
+    const status = oneOfParam("status", c.req.query("status"), PLAN_STATUSES);
+    const kind = c.req.query("kind") || undefined;
+    const cur = decodeCursor(c.req.query("cursor"), 2);
+    const rows = ctx.store.listPlans({
+      limit: limit + 1,
+      ...(status ? { status } : {}),
+      ...(kind ? { kind } : {}),
+      ...(cur ? { before: { created_at: String(cur[0]), plan_id: String(cur[1]) } } : {}),
+    });
+    return c.json(page(rows, limit, (p) => [p.created_at, p.plan_id]));
+  });
+
+  app.get("/api/plans/:planId", (c) => {
+    const step = c.req.query("step");
+    return c.json(
+      showPlan(ctx.store, ctx.blobs, c.req.param("planId"), { ...(step ? { step } : {}), full: false }),
+    );
+  });
+
+  app.get("/api/steps/:stepId", (c) => {
+    const stepId = c.req.param("stepId");
+    const step = ctx.store.getStep(stepId);
+    if (!step) throw new RatchetError(ErrorCode.StepNotFound, `step ${stepId} not found`, { stepId });
+    const logs = ctx.store.logsOfStep(stepId).map((l) => ({
+      ...l,
+      full: l.blob && ctx.blobs.has(l.blob) ? ctx.blobs.getText(l.blob) : l.text,
+    }));
+    return c.json({ step, logs, children: ctx.store.childrenOf(stepId).map((s) => s.step_id) });
+  });
+
+  app.get("/api/blobs/:hash", (c) => {
+    const hash = c.req.param("hash");
+    if (!/^[0-9a-f]{64}$/.test(hash))
+      throw new RatchetError(ErrorCode.InvalidValue, `not a blob hash: ${JSON.stringify(hash)}`, {
+        field: "hash",
+      });
+    return c.text(ctx.blobs.getText(hash));
+  });
+
+  app.get("/api/metrics", (c) => {
+    const limit = pageSize(c.req.query("limit"));
+    const cur = decodeCursor(c.req.query("cursor"), 1);
+    const name = c.req.query("name") || undefined;
+    const planId = c.req.query("plan_id") || undefined;
+    const rows = q.metrics({
+      limit: limit + 1,
+      ...(name ? { name } : {}),
+      ...(planId ? { planId } : {}),
+      ...(cur ? { beforeId: Number(cur[0]) } : {}),
+    });
+    return c.json(page(rows, limit, (m) => [m.id]));
+  });
+
+  app.get("/api/projects", (c) => c.json({ items: ctx.store.listProjects(), next_cursor: null }));
+
+  app.get("/api/flows", (c) => c.json({ ops: OP_NAMES }));
+
+  app.post("/api/flows/:op", write, async (c) => {
+    const op = c.req.param("op");
+    if (!(OP_NAMES as string[]).includes(op))
+      throw new RatchetError(ErrorCode.NotFound, `no write flow ${op} (flows: ${OP_NAMES.join(", ")})`, {
+        field: "op",
+      });
+    const input = await readJsonBody(c, op === "sweep");
+    const outcome = await applyOp(ctx.ledger, op as Op, input, {
+      cwd: ctx.workspace.root,
+      run: { signal: c.req.raw.signal },
+    });
+    ctx.hub.kick();
+    if (outcome.ok) return c.json({ ok: true, op, result: outcome.result, marker: outcome.marker });
+    const err = outcome.error!;
+    return c.json(
+      {
+        ok: false,
+        op,
+        error: {
+          code: err.code,
+          message: err.message,
+          ...(err.details.field ? { field: err.details.field } : {}),
+        },
+        marker: outcome.marker,
+      },
+      statusOf(err.code) as 400,
+    );
+  });
+};

@@ -1,0 +1,104 @@
+/**
+ * A listening `ratchet serve`: the app on `@hono/node-server`, loopback by default, a generated
+ * token unless one is given. Closing it cancels the runs it started, ends the SSE streams and
+ * closes the store.
+ */
+import { randomBytes } from "node:crypto";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Workspace } from "../store/index.js";
+import { createServerApp, type RouteGroup, type ServerApp } from "./app.js";
+import { openServerContext, type ServerContext } from "./context.js";
+import { DEFAULT_HOST, DEFAULT_PORT, TOKEN_BYTES } from "./limits.js";
+
+/** Options of {@link startServer}. Only `workspace` is required. */
+export interface StartServerOptions {
+  workspace: Workspace;
+  /** Default `127.0.0.1`. */
+  host?: string;
+  /** Default 8765; 0 picks a free port. */
+  port?: number;
+  /** Default: {@link TOKEN_BYTES} random bytes, hex. */
+  token?: string;
+  /** Refuse every write. Default false. */
+  readOnly?: boolean;
+  runnerDirs?: readonly string[];
+  workflows?: readonly string[];
+  extraRoutes?: readonly RouteGroup[];
+  log?: (line: string) => void;
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  token: string;
+  app: ServerApp;
+  ctx: ServerContext;
+  /** Idempotent. */
+  close(): Promise<void>;
+}
+
+export function generateServerToken(): string {
+  return randomBytes(TOKEN_BYTES).toString("hex");
+}
+
+/** Starts the server and resolves once it listens. @throws the listen error (e.g. `EADDRINUSE`). */
+export async function startServer(opts: StartServerOptions): Promise<RunningServer> {
+  const token = opts.token ?? generateServerToken();
+  const host = opts.host ?? DEFAULT_HOST;
+  const ctx = openServerContext({
+    workspace: opts.workspace,
+    ...(opts.runnerDirs ? { runnerDirs: opts.runnerDirs } : {}),
+    ...(opts.workflows ? { workflows: opts.workflows } : {}),
+  });
+  const app = createServerApp({
+    ctx,
+    token,
+    readOnly: opts.readOnly === true,
+    ...(opts.extraRoutes ? { extraRoutes: opts.extraRoutes } : {}),
+    ...(opts.log ? { log: opts.log } : {}),
+  });
+  const { createAdaptorServer } = await import("@hono/node-server");
+  const server = createAdaptorServer({
+    fetch: app.fetch,
+    hostname: host,
+    overrideGlobalObjects: false,
+  }) as Server;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(opts.port ?? DEFAULT_PORT, host, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+  } catch (e) {
+    ctx.close();
+    throw e;
+  }
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    port,
+    token,
+    app,
+    ctx,
+    close() {
+      closing ??= (async () => {
+        for (const a of ctx.active) a.abort();
+        ctx.hub.close();
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        });
+        // Runs cancelled above finish their bookkeeping before the store closes.
+        const deadline = Date.now() + 10_000;
+        while (ctx.active.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+        ctx.close();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,176 @@
+/** Plans: the list, and one plan as a tree with parallel branches, logs, deviations, metrics, skills. */
+import { get, type Json } from "./api.js";
+import { badge, h, mount, seconds, when } from "./dom.js";
+import { childrenByParent, parallelRows } from "./lanes.js";
+
+export async function plansList(el: HTMLElement, selected?: string): Promise<void> {
+  const page = await get("/api/plans?limit=100");
+  mount(
+    el,
+    h("h2", {}, "Plans"),
+    page.items.length === 0 ? h("p", { class: "empty" }, "No plans yet.") : null,
+    h(
+      "ul",
+      { class: "list" },
+      page.items.map((p: Json) =>
+        h(
+          "li",
+          { class: p.plan_id === selected ? "selected" : "" },
+          h(
+            "a",
+            { href: `#/plans/${encodeURIComponent(p.plan_id)}`, "data-plan": p.plan_id },
+            badge(p.status),
+            " ",
+            h("span", { class: "goal" }, p.goal.split("\n")[0]),
+          ),
+          h("div", { class: "meta" }, `${p.plan_id} · ${p.kind} · ${when(p.created_at)}`),
+        ),
+      ),
+    ),
+  );
+}
+
+function stepCard(s: Json, openLog: (id: string) => void): HTMLElement {
+  const short = s.step_id.startsWith(`${s.plan_id}-`) ? s.step_id.slice(s.plan_id.length + 1) : s.step_id;
+  return h(
+    "div",
+    { class: `step step-${s.status.toLowerCase()}`, "data-step": s.step_id, "data-status": s.status },
+    h(
+      "div",
+      { class: "step-head" },
+      badge(s.status),
+      h("span", { class: "step-id", title: s.step_id }, short),
+      h("span", { class: "step-type" }, s.type),
+      h("button", { class: "link", "data-log": s.step_id, onclick: () => openLog(s.step_id) }, "log"),
+    ),
+    h("div", { class: "step-title" }, s.title),
+    h(
+      "div",
+      { class: "meta" },
+      [
+        s.duration_ms !== null ? seconds(s.duration_ms) : null,
+        s.exit_code !== null ? `exit ${s.exit_code}` : null,
+        s.tokens ? `${s.tokens} tokens` : null,
+        s.started_at ? `started ${when(s.started_at)}` : null,
+      ]
+        .filter(Boolean)
+        .join(" · "),
+    ),
+    s.summary ? h("div", { class: "summary" }, s.summary) : null,
+    s.failure_reason ? h("div", { class: "error" }, s.failure_reason) : null,
+  );
+}
+
+function tree(steps: Json[], openLog: (id: string) => void): HTMLElement {
+  const byParent = childrenByParent(steps);
+  const branch = (parent: string | null): HTMLElement => {
+    const rows = parallelRows(byParent.get(parent) ?? []);
+    return h(
+      "div",
+      { class: "branch" },
+      rows.map((row) =>
+        h(
+          "div",
+          {
+            class: row.length > 1 ? "row parallel" : "row",
+            "data-parallel": row.length > 1 ? String(row.length) : undefined,
+          },
+          row.map((s) =>
+            h(
+              "div",
+              { class: "lane" },
+              stepCard(s, openLog),
+              (byParent.get(s.step_id) ?? []).length ? branch(s.step_id) : null,
+            ),
+          ),
+        ),
+      ),
+    );
+  };
+  return branch(null);
+}
+
+export async function planView(el: HTMLElement, planId: string, log: HTMLElement): Promise<void> {
+  const v = await get(`/api/plans/${encodeURIComponent(planId)}`);
+  const openLog = (id: string) => void showLog(log, id);
+  mount(
+    el,
+    h("h2", {}, badge(v.plan.status), " ", v.plan.goal.split("\n")[0]),
+    h(
+      "div",
+      { class: "meta" },
+      `${v.plan.plan_id} · revisions ${v.plan.revision_count}/${v.plan.max_revisions}${v.plan.project ? ` · project ${v.plan.project}` : ""}`,
+    ),
+    tree(v.steps, openLog),
+    h("h3", {}, "Deviations"),
+    v.deviations.length === 0
+      ? h("p", { class: "empty" }, "None.")
+      : h(
+          "ul",
+          { class: "plain" },
+          v.deviations.map((d: Json) =>
+            h(
+              "li",
+              {},
+              d.kind === "raise_budget"
+                ? `#${d.id} budget ${d.old_max} → ${d.new_max}: ${d.justification}`
+                : `#${d.id} under ${d.parent_step_id} → ${JSON.parse(d.sub_step_ids ?? "[]").join(", ")}: ${d.justification}`,
+            ),
+          ),
+        ),
+    h("h3", {}, "Metrics"),
+    v.metrics.length === 0
+      ? h("p", { class: "empty" }, "None.")
+      : h(
+          "table",
+          {},
+          h("tr", {}, h("th", {}, "name"), h("th", {}, "value"), h("th", {}, "step")),
+          v.metrics.map((m: Json) =>
+            h(
+              "tr",
+              {},
+              h("td", {}, m.name),
+              h("td", {}, `${m.value}${m.unit ? ` ${m.unit}` : ""}`),
+              h("td", {}, m.step_id ?? ""),
+            ),
+          ),
+        ),
+    h("h3", {}, "Skills"),
+    v.skills.length === 0
+      ? h("p", { class: "empty" }, "None.")
+      : h(
+          "ul",
+          { class: "plain" },
+          v.skills.map((k: Json) => h("li", {}, `${k.name} (${k.source})${k.reason ? `: ${k.reason}` : ""}`)),
+        ),
+  );
+}
+
+export async function showLog(panel: HTMLElement, stepId: string): Promise<void> {
+  panel.hidden = false;
+  mount(panel, h("h3", {}, `Log of ${stepId}`), h("p", { class: "meta" }, "loading…"));
+  const v = await get(`/api/steps/${encodeURIComponent(stepId)}`);
+  mount(
+    panel,
+    h(
+      "div",
+      { class: "panel-head" },
+      h("h3", {}, `Log of ${stepId}`),
+      h("button", { class: "link", onclick: () => (panel.hidden = true) }, "close"),
+    ),
+    v.logs.length === 0
+      ? h("p", { class: "empty" }, "No log lines.")
+      : v.logs.map((l: Json) =>
+          h(
+            "div",
+            { class: "log-entry" },
+            h(
+              "div",
+              { class: "meta" },
+              `${l.kind} · ${when(l.at)} · ${l.bytes} bytes${l.truncated ? " (full text from blob)" : ""}`,
+            ),
+            h("pre", { class: "log", "data-log-of": stepId }, l.full),
+          ),
+        ),
+  );
+}

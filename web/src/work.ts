@@ -1,0 +1,320 @@
+/** Workflow runs, learned scripts and runner tasks. */
+import { ApiError, get, getText, type Json, post } from "./api.js";
+import { badge, diffView, h, mount, seconds, when } from "./dom.js";
+
+export async function runsList(el: HTMLElement, selected?: string): Promise<void> {
+  const page = await get("/api/runs?limit=100");
+  mount(
+    el,
+    h("h2", {}, "Workflow runs"),
+    page.items.length === 0 ? h("p", { class: "empty" }, "No runs yet.") : null,
+    h(
+      "ul",
+      { class: "list" },
+      page.items.map((r: Json) =>
+        h(
+          "li",
+          { class: r.run_id === selected ? "selected" : "" },
+          h("a", { href: `#/runs/${r.run_id}`, "data-run": r.run_id }, badge(r.status), " ", r.workflow_id),
+          h(
+            "div",
+            { class: "meta" },
+            `${r.run_id} · ${r.trigger}${r.group_name ? ` · group ${r.group_name}` : ""}`,
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+export async function runView(el: HTMLElement, runId: string): Promise<void> {
+  const v = await get(`/api/runs/${encodeURIComponent(runId)}`);
+  const r = v.run;
+  mount(
+    el,
+    h("h2", {}, badge(r.status), " ", `${r.workflow_id} · ${r.run_id}`),
+    h(
+      "div",
+      { class: "meta" },
+      `started ${when(r.started_at)} · finished ${when(r.finished_at)} · plan `,
+      r.plan_id ? h("a", { href: `#/plans/${r.plan_id}` }, r.plan_id) : "–",
+    ),
+    r.error ? h("div", { class: "error" }, r.error) : null,
+    h(
+      "table",
+      { class: "steps" },
+      h(
+        "tr",
+        {},
+        ["step", "mode", "ran as", "outcome", "tokens", "duration", "exit", "error"].map((t) =>
+          h("th", {}, t),
+        ),
+      ),
+      v.steps.map((s: Json) =>
+        h(
+          "tr",
+          { "data-step-run": s.step_id },
+          h("td", {}, s.step_id),
+          h("td", {}, s.mode),
+          h(
+            "td",
+            {},
+            s.fast_path
+              ? h("span", { class: "tag fast" }, "fast path")
+              : s.outcome === null
+                ? "–"
+                : h("span", { class: "tag model" }, "model"),
+          ),
+          h("td", {}, badge(s.outcome ?? "running")),
+          h("td", { class: "num" }, String(s.tokens)),
+          h("td", { class: "num" }, seconds(s.duration_ms)),
+          h("td", { class: "num" }, s.exit_code ?? "–"),
+          h("td", {}, s.error ? h("pre", { class: "error" }, s.error) : ""),
+        ),
+      ),
+    ),
+  );
+}
+
+export async function workflowsList(el: HTMLElement, selected?: string): Promise<void> {
+  const page = await get("/api/workflows");
+  mount(
+    el,
+    h("h2", {}, "Learned scripts"),
+    page.items.length === 0 ? h("p", { class: "empty" }, "No workflows yet.") : null,
+    h(
+      "ul",
+      { class: "list" },
+      page.items.map((w: Json) =>
+        h(
+          "li",
+          { class: w.workflow_id === selected ? "selected" : "" },
+          h(
+            "a",
+            { href: `#/scripts/${encodeURIComponent(w.workflow_id)}`, "data-workflow": w.workflow_id },
+            w.workflow_id,
+          ),
+          h("div", { class: "meta" }, w.last_run_at ? `last run ${when(w.last_run_at)}` : "never run"),
+        ),
+      ),
+    ),
+  );
+}
+
+function streak(meta: Json): HTMLElement | null {
+  if (!meta?.recent_runs?.length) return null;
+  return h(
+    "div",
+    { class: "streak", title: `current streak ${meta.current_streak}` },
+    meta.recent_runs.map((r: Json) =>
+      h("span", {
+        class: r.success ? "ok" : "bad",
+        title: `${when(r.timestamp)} ${r.success ? "passed" : (r.failure_reason ?? "failed")}`,
+      }),
+    ),
+    h("span", { class: "meta" }, ` streak ${meta.current_streak > 0 ? "+" : ""}${meta.current_streak}`),
+  );
+}
+
+export async function workflowView(
+  el: HTMLElement,
+  wfId: string,
+  stepId: string | undefined,
+  diffName: string | undefined,
+  status: (t: string) => void,
+): Promise<void> {
+  const wf = await get(`/api/workflows/${encodeURIComponent(wfId)}`);
+  const start = async () => {
+    try {
+      const r = await post("/api/runs", { workflow: wf.workflow_path });
+      location.hash = `#/runs/${r.run_id}`;
+    } catch (e) {
+      status(e instanceof ApiError ? `start refused (${e.status}): ${e.message}` : String(e));
+    }
+  };
+  const parts: (HTMLElement | null)[] = [
+    h(
+      "div",
+      { class: "panel-head" },
+      h("h2", {}, wf.workflow_id),
+      h("button", { onclick: start, "data-action": "start-run" }, "Start run"),
+    ),
+    h("div", { class: "meta" }, wf.workflow_path),
+    h(
+      "table",
+      {},
+      h(
+        "tr",
+        {},
+        ["step", "mode", "script", "version", "runs", "streak", "evidence"].map((t) => h("th", {}, t)),
+      ),
+      wf.steps.map((s: Json) =>
+        h(
+          "tr",
+          { class: s.step_id === stepId ? "selected" : "" },
+          h(
+            "td",
+            {},
+            h(
+              "a",
+              {
+                href: `#/scripts/${encodeURIComponent(wf.workflow_id)}/${s.step_id}`,
+                "data-script": s.step_id,
+              },
+              s.step_id,
+            ),
+          ),
+          h("td", {}, s.mode),
+          h("td", {}, s.script?.language ?? "none"),
+          h("td", { class: "num" }, s.script_version ?? "–"),
+          h("td", { class: "num" }, `${s.successful_runs}/${s.total_runs}`),
+          h("td", { class: "num" }, s.current_streak ?? "–"),
+          h(
+            "td",
+            {},
+            `${s.evidence.successes} ok · ${s.evidence.failures} failed · groups ${s.evidence.groups_covered.join(", ") || "–"}`,
+          ),
+        ),
+      ),
+    ),
+  ];
+  if (stepId) {
+    const sc = await get(`/api/workflows/${encodeURIComponent(wfId)}/scripts/${encodeURIComponent(stepId)}`);
+    const m = sc.metadata;
+    parts.push(
+      h(
+        "h3",
+        {},
+        `${stepId}: ${sc.language ?? "no saved script"}${m ? ` · version ${m.script_version} · relearned ${m.relearn_count}×` : ""}`,
+      ),
+      streak(m),
+      m?.last_failure
+        ? h(
+            "div",
+            { class: "error" },
+            `last failure ${when(m.last_failure.timestamp)}: ${m.last_failure.failure_reason} ${m.last_failure.error_snippet}`,
+          )
+        : null,
+      h("h3", {}, "Version history"),
+      sc.diffs.length === 0
+        ? h("p", { class: "empty" }, "No diffs: the script has one version.")
+        : h(
+            "ul",
+            { class: "plain" },
+            sc.diffs.map((d: Json) =>
+              h(
+                "li",
+                { class: d.name === diffName ? "selected" : "" },
+                h(
+                  "a",
+                  {
+                    href: `#/scripts/${encodeURIComponent(wfId)}/${stepId}/${encodeURIComponent(d.name)}`,
+                    "data-diff": d.name,
+                  },
+                  d.name,
+                ),
+                h("span", { class: "meta" }, ` ${d.bytes} bytes · ${when(d.modified_at)}`),
+              ),
+            ),
+          ),
+    );
+    if (diffName)
+      parts.push(
+        h("h3", {}, `Diff ${diffName}`),
+        diffView(
+          await getText(
+            `/api/workflows/${encodeURIComponent(wfId)}/scripts/${encodeURIComponent(stepId)}/diffs/${encodeURIComponent(diffName)}`,
+          ),
+        ),
+      );
+    parts.push(h("h3", {}, "Source"), h("pre", { class: "source" }, sc.source ?? ""));
+  }
+  mount(el, parts);
+}
+
+export async function tasksList(el: HTMLElement, selected?: string): Promise<void> {
+  const page = await get("/api/runner/tasks");
+  mount(
+    el,
+    h("h2", {}, "Runner tasks"),
+    page.items.length === 0
+      ? h("p", { class: "empty" }, "No tasks (start the server with --runner-dir).")
+      : null,
+    h(
+      "ul",
+      { class: "list" },
+      page.items.map((t: Json) =>
+        h(
+          "li",
+          { class: t.task_id === selected ? "selected" : "" },
+          h(
+            "a",
+            { href: `#/runner/${encodeURIComponent(t.task_id)}`, "data-task": t.task_id },
+            badge(t.state),
+            " ",
+            t.task_id,
+          ),
+          h(
+            "div",
+            { class: "meta" },
+            `rounds ${t.rounds ?? "–"} · best ${t.best_score ?? "–"} · ${t.stop_reason ?? ""}`,
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+export async function taskView(el: HTMLElement, taskId: string): Promise<void> {
+  const t = await get(`/api/runner/tasks/${encodeURIComponent(taskId)}`);
+  const patch = t.has_patch ? await getText(`/api/runner/tasks/${encodeURIComponent(taskId)}/patch`) : null;
+  mount(
+    el,
+    h("h2", {}, badge(t.state), " ", t.task_id),
+    h(
+      "div",
+      { class: "meta" },
+      `${t.output_dir} · updated ${when(t.updated_at)} · stop ${t.stop_reason ?? "–"}`,
+    ),
+    h("h3", {}, "Rounds"),
+    t.rounds_log.length === 0
+      ? h("p", { class: "empty" }, "No rounds.")
+      : h(
+          "table",
+          {},
+          h(
+            "tr",
+            {},
+            ["round", "score", "DoD", "detail"].map((x) => h("th", {}, x)),
+          ),
+          t.rounds_log.map((r: Json) =>
+            h(
+              "tr",
+              {},
+              h("td", { class: "num" }, r.round),
+              h("td", { class: "num" }, r.score ?? "–"),
+              h("td", {}, badge(r.dod_passed ? "passed" : "failed")),
+              h("td", { class: "meta" }, JSON.stringify(r)),
+            ),
+          ),
+        ),
+    h("h3", {}, "Definition of done"),
+    t.dod_runs.length === 0
+      ? h("p", { class: "empty" }, "No DoD runs.")
+      : h(
+          "ul",
+          { class: "plain" },
+          t.dod_runs.map((d: Json) =>
+            h(
+              "li",
+              {},
+              badge(d.passed ? "passed" : "failed"),
+              ` ${d.label} · exit ${d.exit_code}${d.timed_out ? " · timed out" : ""}`,
+            ),
+          ),
+        ),
+    t.result?.dod?.output_tail ? h("pre", { class: "log" }, t.result.dod.output_tail) : null,
+    h("h3", {}, "Patch"),
+    patch === null ? h("p", { class: "empty" }, "No patch.") : diffView(patch),
+  );
+}
