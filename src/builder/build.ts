@@ -14,36 +14,30 @@
  *
  * Every Builder run is a ledger plan whose steps are the attempts (record.ts).
  */
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { type BridgeConfig, PYTHON_HELPER_FILE } from "../bridge/index.js";
+import type { BridgeConfig } from "../bridge/index.js";
 import { type Clock, ErrorCode, RatchetError, systemClock } from "../core/index.js";
 import type { ProcessRunner } from "../exec/index.js";
 import type { ModelClient } from "../model/index.js";
-import { reviewScript } from "../review/index.js";
 import {
   type BridgeProvider,
   dependencyDirs,
   detectSandbox,
-  diffsDir,
   ExecutionMode,
   isOrchestrator,
   type LearnedStepResult,
   learningsDir,
   newRunId,
-  noteSavedScript,
   type OrchestratorContext,
   RunBridge,
   type RunContext,
   RunStore,
-  recordScriptRun,
   resolveMode,
   resolveSecrets,
   resolveVariables,
   runLearnedStep,
   type SandboxInfo,
-  type ScriptMetadata,
-  saveContract,
   savedScript,
   stepCodeDir,
   stepOutputDir,
@@ -66,6 +60,7 @@ import {
 import { createModelStepRunner } from "./model-steps.js";
 import { builderSystemPrompt, initialTask, repairFeedback, type TaskFacts } from "./prompt.js";
 import { AttemptRecorder } from "./record.js";
+import { saveBack } from "./save-back.js";
 import { scriptTools, skillNotesPath } from "./script-tools.js";
 import { headTailChars } from "./text.js";
 
@@ -117,7 +112,6 @@ export interface BuildOptions {
 }
 
 const SCRIPT = "main.py";
-const HELPER = PYTHON_HELPER_FILE;
 
 function readIf(path: string): string | undefined {
   return existsSync(path) ? readFileSync(path, "utf8") : undefined;
@@ -125,16 +119,6 @@ function readIf(path: string): string | undefined {
 
 function outputFiles(step: WorkflowStep): string[] {
   return (step.validation?.files ?? []).map((f) => f.file_name);
-}
-
-/** Copies the working copy's regular top-level files (not the helper, not fix-diffs/) to `to`. */
-function saveFolder(codeDir: string, to: string): void {
-  mkdirSync(to, { recursive: true });
-  for (const name of readdirSync(codeDir)) {
-    if (name === HELPER || name === "fix-diffs" || name === SCRIPT || name.startsWith(".")) continue;
-    const abs = join(codeDir, name);
-    if (statSync(abs).isFile()) copyFileSync(abs, join(to, name));
-  }
 }
 
 /**
@@ -181,7 +165,7 @@ export async function buildStep(
     });
   const sandbox: SandboxInfo = await detectSandbox({ languages: ["python"], env });
   const home = workflowHome(wf);
-  const savedDir = learningsDir(wf, stepId);
+  const _savedDir = learningsDir(wf, stepId);
   const outputDir = stepOutputDir(wf, runId, stepId);
   const codeDir = stepCodeDir(wf, runId, stepId);
   const locked = step.agent_configs.lock_code === true;
@@ -447,7 +431,19 @@ export async function buildStep(
       // Save-back of the latest learned script (before any code_exec attempt touches code/).
       const saveResult = cancelled()
         ? { saved: null, reason: "the build was cancelled: nothing saved" }
-        : await saveBack(learnedScript, verdictPassed);
+        : await saveBack({
+            workflow: wf,
+            step,
+            script: learnedScript,
+            passed: verdictPassed,
+            declared: facts.declared,
+            codeDir,
+            outputDir,
+            runId,
+            groupName: opts.group ?? null,
+            lastRun,
+            now: now(),
+          });
       savedInfo = saveResult.saved;
       notSaved = saveResult.reason;
 
@@ -475,70 +471,6 @@ export async function buildStep(
     await runBridge.close();
   }
 
-  async function saveBack(
-    script: string | undefined,
-    passed: boolean,
-  ): Promise<{ saved: BuildReport["saved"]; reason: string | null }> {
-    if (script === undefined) return { saved: null, reason: "no main.py was written" };
-    const report = await reviewScript(script, {
-      language: "python",
-      declared: facts.declared,
-      filename: SCRIPT,
-    });
-    if (!report.ok) {
-      const syntax = report.findings.some((f) => f.rule === "syntax");
-      return {
-        saved: null,
-        reason: syntax
-          ? "main.py has a syntax error: not saved"
-          : `main.py fails static review (${report.blocking} blocking finding(s)): not saved`,
-      };
-    }
-    const target = join(savedDir, SCRIPT);
-    const before = readIf(target);
-    const changed = before !== script;
-    let diffRel: string | null = null;
-    if (changed) {
-      mkdirSync(savedDir, { recursive: true });
-      const prevMeta = readMetaVersion(savedDir);
-      const text = await unifiedDiff(before, script, {
-        from: before === undefined ? "/dev/null" : `main.py (v${prevMeta})`,
-        to: `main.py (v${before === undefined ? 1 : prevMeta + 1})`,
-      });
-      writeFileAtomic(target, script);
-      saveFolder(codeDir, savedDir);
-      const meta = noteSavedScript(savedDir, Buffer.from(script), now(), stepId);
-      const file = join(diffsDir(wf, stepId), `v${meta.script_version}-${runId}.diff`);
-      writeFileAtomic(file, `${text}\n`);
-      diffRel = relative(home, file);
-    }
-    saveContract(savedDir, step as WorkflowStep);
-    // The Builder's verdict is one run of the saved script in its metadata.
-    const last = lastRun;
-    const meta: ScriptMetadata = recordScriptRun(savedDir, {
-      stepId,
-      scriptBytes: Buffer.from(script),
-      success: passed,
-      exitCode: last?.exitCode ?? null,
-      durationMs: Math.round(last?.durationMs ?? 0),
-      groupName: opts.group ?? null,
-      runFolder: relative(home, outputDir),
-      failureReason: passed ? null : (last?.failureReason ?? "execution_error"),
-      errorSummary: passed ? null : (last?.error ?? null),
-      locked: false,
-      now: now(),
-    });
-    return {
-      saved: {
-        script_version: meta.script_version,
-        relearn_count: meta.relearn_count,
-        changed,
-        diff: diffRel,
-      },
-      reason: null,
-    };
-  }
-
   const verdict = lastRun?.outcome === "passed" ? "passed" : "failed";
   return {
     workflow_id: wf.id,
@@ -553,17 +485,6 @@ export async function buildStep(
     model: client?.model ?? null,
     output_dir: outputDir,
   };
-}
-
-function readMetaVersion(dir: string): number {
-  try {
-    const m = JSON.parse(readFileSync(join(dir, "script_metadata.json"), "utf8")) as {
-      script_version?: number;
-    };
-    return m.script_version ?? 0;
-  } catch {
-    return 0;
-  }
 }
 
 /** Runs the working copy, or reports that the agent left no main.py. */
