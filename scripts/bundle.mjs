@@ -26,6 +26,7 @@ await build({
     /^@modelcontextprotocol\/sdk(\/|$)/,
     /^ai(\/|$)/,
     /^@ai-sdk\//,
+    /^@pydantic\/monty(\/|$)/,
   ],
   logLevel: "warn",
   output: {

@@ -170,7 +170,7 @@ export async function dispatchMissions(svc: ThreadService): Promise<MissionRepor
   const cap = svc.config.missions.dailyCap ?? MISSION_DAILY_CAP;
   for (const e of events) {
     const source = threads.get(e.entity_id);
-    if (!source || source.state !== "completed") continue; // handled already, or gone
+    if (source?.state !== "completed") continue; // handled already, or gone
     const day = threads.now().slice(0, 10);
     const actions = threads.actions(source.thread_id);
     const completedInProject = (

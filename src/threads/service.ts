@@ -18,6 +18,7 @@ import {
   thisDriver,
 } from "./engine.js";
 import { ThreadEvent } from "./events.js";
+import { DRIVER_LEASE_MS } from "./limits.js";
 import { dispatchMissions, type MissionReport } from "./missions.js";
 import { isResumable, isTerminal, recoveryTarget, type ThreadState } from "./states.js";
 import {
@@ -141,6 +142,25 @@ export class ThreadService {
   async start(goal: string, opts: StartOptions = {}): Promise<DriveResult> {
     const row = this.create(goal, opts);
     return this.#drive(row.thread_id, "start");
+  }
+
+  /**
+   * Drives a thread recorded by {@link create} (state Created).
+   * @throws RatchetError `illegal_transition` when it is not Created.
+   */
+  async run(threadId: string): Promise<DriveResult> {
+    const t = this.threads.require(threadId);
+    if (t.state !== "created")
+      throw new RatchetError(
+        ErrorCode.IllegalTransition,
+        `thread ${threadId} was already started (${t.state})`,
+        {
+          threadId,
+          from: t.state,
+          to: "running",
+        },
+      );
+    return this.#drive(threadId, "start");
   }
 
   /**
@@ -356,7 +376,8 @@ export class ThreadService {
     const now = this.#nowMs();
     for (const t of this.threads.nonTerminal()) {
       if (driverAlive(t, now)) continue;
-      if (t.state === "created" && t.driver === null) continue; // not yet picked up
+      // Created and not yet picked up: give its creator a moment to claim it.
+      if (t.state === "created" && now - Date.parse(t.created_at) < DRIVER_LEASE_MS) continue;
       const to = recoveryTarget(t.state, {
         hasCheckpoint: this.threads.checkpoint(t.thread_id) !== undefined,
         hasPendingApproval: this.threads.pendingApprovals(t.thread_id).length > 0,
