@@ -408,16 +408,14 @@ export async function orchestratorList(o: ThreadGlobals & { json?: boolean }): P
     o,
     (svc) => {
       const active = svc.versions.active().version;
-      const rows = svc.versions
-        .list()
-        .map((v) => ({
-          version: v.version,
-          source: v.source,
-          active: v.version === active,
-          consecutive_failures: v.consecutive_failures,
-          total_failures: v.total_failures,
-          disabled_reason: v.disabled_reason,
-        }));
+      const rows = svc.versions.list().map((v) => ({
+        version: v.version,
+        source: v.source,
+        active: v.version === active,
+        consecutive_failures: v.consecutive_failures,
+        total_failures: v.total_failures,
+        disabled_reason: v.disabled_reason,
+      }));
       const proposals = listProposals(svc).map((p) => ({
         doc_id: p.doc_id,
         title: p.title,
