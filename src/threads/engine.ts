@@ -132,6 +132,11 @@ export class Driver {
 
   /** Runs the thread from Created, or resumes it from Waiting / Suspended. */
   async drive(mode: "start" | "resume"): Promise<DriveResult> {
+    const r = await this.#drive(mode);
+    return { ...r, thread: this.#d.threads.require(this.threadId) };
+  }
+
+  async #drive(mode: "start" | "resume"): Promise<DriveResult> {
     const { threads } = this.#d;
     const t = threads.require(this.threadId);
     const heartbeat = setInterval(() => {
