@@ -29,6 +29,11 @@ const PURE = [
   "src/model/messages.ts",
   "src/runner/guard.ts",
   "src/runner/score.ts",
+  "src/threads/states.ts",
+  "src/threads/policy.ts",
+  "src/threads/events.ts",
+  "src/threads/limits.ts",
+  "src/threads/orchestrator-default.ts",
 ];
 
 const FORBIDDEN: [RegExp, string][] = [
