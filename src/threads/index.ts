@@ -20,6 +20,8 @@ export {
   ORCHESTRATOR_MAX_DURATION_SECS,
   ORCHESTRATOR_MAX_MEMORY_BYTES,
 } from "./limits.js";
+export type { ThreadRoutesOptions } from "./http.js";
+export { registerThreadRoutes } from "./http.js";
 export type { MissionReport } from "./missions.js";
 export { dispatchMissions, Mission, missionsFor } from "./missions.js";
 export { DEFAULT_ORCHESTRATOR, DEFAULT_ORCHESTRATOR_VERSION } from "./orchestrator-default.js";
