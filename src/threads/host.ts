@@ -189,10 +189,18 @@ export class HostCalls {
   /** Every tool call of the conversation without a result gets one (an error saying it did not run). */
   fillMissingResults(why: string): void {
     const { threads } = this.d;
+    const rows = threads.messages(this.threadId);
+    const answered = new Set(rows.filter((m) => m.role === "tool").map((m) => m.call_id));
+    const open = rows.filter(
+      (m) =>
+        m.role === "assistant" &&
+        m.tool_calls !== null &&
+        (JSON.parse(m.tool_calls) as ToolCall[]).some((c) => !answered.has(c.id)),
+    );
+    if (open.length === 0) return;
     threads.tx(() => {
-      for (const m of threads.messages(this.threadId)) {
-        if (m.role !== "assistant" || !m.tool_calls) continue;
-        for (const c of JSON.parse(m.tool_calls) as ToolCall[]) {
+      for (const m of open) {
+        for (const c of JSON.parse(m.tool_calls ?? "[]") as ToolCall[]) {
           if (threads.hasResult(this.threadId, c.id)) continue;
           threads.addMessage({
             thread_id: this.threadId,

@@ -13,6 +13,8 @@ export { DocKind, Documents } from "./documents.js";
 export type { DriveEvent, DriveOutcome, DriveResult, EngineDeps } from "./engine.js";
 export { Driver, driverAlive, thisDriver } from "./engine.js";
 export { ThreadEvent } from "./events.js";
+export type { ThreadRoutesOptions } from "./http.js";
+export { registerThreadRoutes } from "./http.js";
 export {
   DEFAULT_APPROVAL_WAIT_MS,
   ORCHESTRATOR_MAX_ALLOCATIONS,
@@ -20,8 +22,6 @@ export {
   ORCHESTRATOR_MAX_DURATION_SECS,
   ORCHESTRATOR_MAX_MEMORY_BYTES,
 } from "./limits.js";
-export type { ThreadRoutesOptions } from "./http.js";
-export { registerThreadRoutes } from "./http.js";
 export type { MissionReport } from "./missions.js";
 export { dispatchMissions, Mission, missionsFor } from "./missions.js";
 export { DEFAULT_ORCHESTRATOR, DEFAULT_ORCHESTRATOR_VERSION } from "./orchestrator-default.js";
