@@ -8,7 +8,7 @@ import type { ModelClient } from "../model/index.js";
 import type { SqliteStore } from "../store/index.js";
 import type { ActionProvider } from "./actions.js";
 import { compileThreadsConfig, type ThreadsConfig } from "./config.js";
-import { Documents } from "./documents.js";
+import { DocKind, Documents } from "./documents.js";
 import {
   type DriveEvent,
   type DriveResult,
@@ -198,11 +198,13 @@ export class ThreadService {
     const t = this.threads.require(threadId);
     const actions = (this.#o.actions ?? (() => NO_ACTIONS))();
     let client: ModelClient | undefined;
+    // An accepted prompt change (a `prompt` document titled system_prompt) replaces the configured prompt.
+    const prompt = this.docs.find(DocKind.Prompt, "system_prompt");
     const deps: EngineDeps = {
       threads: this.threads,
       docs: this.docs,
       versions: this.versions,
-      config: this.config,
+      config: prompt ? { ...this.config, systemPrompt: prompt.content } : this.config,
       actions,
       model: () => {
         if (!client) {
