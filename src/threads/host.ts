@@ -188,32 +188,7 @@ export class HostCalls {
 
   /** Every tool call of the conversation without a result gets one (an error saying it did not run). */
   fillMissingResults(why: string): void {
-    const { threads } = this.d;
-    const rows = threads.messages(this.threadId);
-    const answered = new Set(rows.filter((m) => m.role === "tool").map((m) => m.call_id));
-    const open = rows.filter(
-      (m) =>
-        m.role === "assistant" &&
-        m.tool_calls !== null &&
-        (JSON.parse(m.tool_calls) as ToolCall[]).some((c) => !answered.has(c.id)),
-    );
-    if (open.length === 0) return;
-    threads.tx(() => {
-      for (const m of open) {
-        for (const c of JSON.parse(m.tool_calls ?? "[]") as ToolCall[]) {
-          if (threads.hasResult(this.threadId, c.id)) continue;
-          threads.addMessage({
-            thread_id: this.threadId,
-            role: "tool",
-            content: why,
-            tool_calls: null,
-            call_id: c.id,
-            tool_name: c.name,
-            is_error: 1,
-          });
-        }
-      }
-    });
+    this.d.threads.fillMissingResults(this.threadId, why);
   }
 
   /** Accounts tokens and their cost on the thread. */

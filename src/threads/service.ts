@@ -239,7 +239,13 @@ export class ThreadService {
 
   /** The pending approval of a thread (or the one named). */
   #approvalToDecide(threadId: string, approvalId?: string): ApprovalRow {
-    this.threads.require(threadId);
+    const t = this.threads.require(threadId);
+    if (isTerminal(t.state))
+      throw new RatchetError(ErrorCode.IllegalTransition, `thread ${threadId} already ended (${t.state})`, {
+        threadId,
+        from: t.state,
+        to: "running",
+      });
     if (approvalId) {
       const a = this.threads.approval(approvalId);
       if (!a || a.thread_id !== threadId)
@@ -339,6 +345,7 @@ export class ThreadService {
       this.threads.patch(threadId, { cancel_requested: 1 });
       this.threads.event(threadId, ThreadEvent.CancelRequested, { reason });
       if (driverAlive(t, this.#nowMs())) return this.threads.require(threadId);
+      this.threads.fillMissingResults(threadId, `not run: the thread was cancelled (${reason})`);
       return this.threads.transition(threadId, "failed", { reason });
     });
   }
@@ -386,6 +393,8 @@ export class ThreadService {
       });
       if (to === null) continue;
       try {
+        if (to === "failed")
+          this.threads.fillMissingResults(t.thread_id, "not run: the thread's process died");
         this.threads.transition(t.thread_id, to, {
           expect: [t.state],
           reason: `restart recovery: driver ${t.driver ?? "(none)"} is gone`,

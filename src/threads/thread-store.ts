@@ -295,6 +295,33 @@ export class ThreadStore {
     );
   }
 
+  /** Every tool call of the conversation without a result gets one: an error saying why it did not run. */
+  fillMissingResults(threadId: string, why: string): void {
+    const rows = this.messages(threadId);
+    const answered = new Set(rows.filter((m) => m.role === "tool").map((m) => m.call_id));
+    const open: { id: string; name: string }[] = [];
+    for (const m of rows) {
+      if (m.role !== "assistant" || m.tool_calls === null) continue;
+      for (const c of JSON.parse(m.tool_calls) as { id: string; name: string }[])
+        if (!answered.has(c.id)) open.push(c);
+    }
+    if (open.length === 0) return;
+    this.tx(() => {
+      for (const c of open) {
+        if (this.hasResult(threadId, c.id)) continue;
+        this.addMessage({
+          thread_id: threadId,
+          role: "tool",
+          content: why,
+          tool_calls: null,
+          call_id: c.id,
+          tool_name: c.name,
+          is_error: 1,
+        });
+      }
+    });
+  }
+
   // --- checkpoints ----------------------------------------------------------------------------
 
   saveCheckpoint(
