@@ -161,4 +161,42 @@ describe("ratchet thread (e2e)", () => {
     const cancel = await ws.run(["thread", "cancel", id], { env });
     expect(cancel.status).toBe(4);
   });
+
+  it("chat renders streamed text, tool calls, skills and an inline approval; watch prints the events", async () => {
+    const { ws, env, appendFile } = await setup({
+      turns: [
+        {
+          text: "Appending now.",
+          tool_calls: [{ id: "ch1", name: "append", arguments: { line: "from chat" } }],
+        },
+        { text: "Appended it." },
+        { match: { contains: "thanks" }, text: "You are welcome." },
+      ],
+    });
+    const skill = await ws.run(
+      ["skills", "add", "notes", "--content", "Keep notes short.", "--keywords", "append"],
+      { env },
+    );
+    expect(skill.status).toBe(0);
+    const chat = await ws.run(["chat"], { env, input: "append a line please\ny\nthanks\n" });
+    expect(chat.status).toBe(0);
+    expect(chat.stdout).toContain("◈ skills: notes");
+    expect(chat.stdout).toContain("Appending now.");
+    expect(chat.stdout).toContain("approval needed: append");
+    expect(chat.stdout).toContain("approve? [y]es / [n]o / [a]lways");
+    expect(chat.stdout).toContain("✓ append succeeded");
+    expect(chat.stdout).toContain("Appended it.");
+    expect(chat.stdout).toContain("You are welcome.");
+    expect(lines(appendFile)).toEqual(["from chat"]);
+    const ids = query<{ thread_id: string; goal: string }>(
+      ws,
+      "SELECT thread_id, goal FROM threads ORDER BY created_at",
+    );
+    expect(ids).toHaveLength(2);
+    expect(ids[1]!.goal).toContain("assistant: Appended it.");
+    const watch = await ws.run(["thread", "watch", ids[0]!.thread_id, "--timeout", "5"], { env });
+    expect(watch.status).toBe(0);
+    expect(watch.stdout).toContain("thread.approval_decided");
+    expect(watch.stdout).toContain("thread.skill_activated");
+  });
 });
