@@ -419,6 +419,7 @@ function addThreadCommands(
   globals: () => { db?: string },
 ): void {
   const tc = () => import("./thread-commands.js");
+  const ta = () => import("./thread-admin-commands.js");
   type O = Record<string, string | boolean | string[] | undefined>;
   const waitHelp = "seconds to wait for an approval before leaving the thread Waiting (default 3600)";
   const thread = program
@@ -498,35 +499,35 @@ function addThreadCommands(
     .command("list")
     .description("versions (highest active one wins), their failures, and proposals from missions")
     .option("--json", "machine-readable output")
-    .action(act(async (o: O) => (await tc()).orchestratorList({ ...globals(), ...o })));
+    .action(act(async (o: O) => (await ta()).orchestratorList({ ...globals(), ...o })));
   orch
     .command("show <version>")
     .description("the code of a version (0 is the built-in)")
-    .action(act(async (v: string) => (await tc()).orchestratorShow(v, globals())));
+    .action(act(async (v: string) => (await ta()).orchestratorShow(v, globals())));
   orch
     .command("rollback <version>")
     .description("disable every version above this one")
     .requiredOption("--reason <text>", "why (recorded)")
     .action(
       act(async (v: string, o: O) =>
-        (await tc()).orchestratorRollback(v, { ...globals(), ...(o as { reason: string }) }),
+        (await ta()).orchestratorRollback(v, { ...globals(), ...(o as { reason: string }) }),
       ),
     );
   orch
     .command("save <file>")
     .description("store a new version after a syntax check and the engine's test threads")
     .option("--reason <text>", "recorded with the version")
-    .action(act(async (f: string, o: O) => (await tc()).orchestratorSave(f, { ...globals(), ...o })));
+    .action(act(async (f: string, o: O) => (await ta()).orchestratorSave(f, { ...globals(), ...o })));
   orch
     .command("accept <proposal>")
     .description("apply a mission's proposal (orchestrator: syntax check + test threads first)")
-    .action(act(async (id: string) => (await tc()).proposalDecide("accept", id, globals())));
+    .action(act(async (id: string) => (await ta()).proposalDecide("accept", id, globals())));
   orch
     .command("reject <proposal>")
     .description("reject a mission's proposal")
     .option("--reason <text>", "recorded with the proposal")
     .action(
-      act(async (id: string, o: O) => (await tc()).proposalDecide("reject", id, { ...globals(), ...o })),
+      act(async (id: string, o: O) => (await ta()).proposalDecide("reject", id, { ...globals(), ...o })),
     );
 
   const skills = program
@@ -548,7 +549,7 @@ function addThreadCommands(
     .option("--project <name>", "project of the skill")
     .action(
       act(async (name: string, o: O) =>
-        (await tc()).skillsAdd(name, {
+        (await ta()).skillsAdd(name, {
           ...globals(),
           ...o,
           ...(o.pattern ? { patterns: o.pattern as string[] } : {}),
@@ -558,12 +559,12 @@ function addThreadCommands(
   skills
     .command("list")
     .option("--json", "machine-readable output")
-    .action(act(async (o: O) => (await tc()).skillsList({ ...globals(), ...o })));
+    .action(act(async (o: O) => (await ta()).skillsList({ ...globals(), ...o })));
   skills
     .command("show <skill>")
     .description("a skill by id or name")
     .option("--json", "machine-readable output")
-    .action(act(async (id: string, o: O) => (await tc()).skillsShow(id, { ...globals(), ...o })));
+    .action(act(async (id: string, o: O) => (await ta()).skillsShow(id, { ...globals(), ...o })));
 }
 
 /** Runs the CLI with `argv` (as `process.argv`) and returns the exit status. */
