@@ -240,8 +240,8 @@ export class ThreadService {
   /** The pending approval of a thread (or the one named). */
   #approvalToDecide(threadId: string, approvalId?: string): ApprovalRow {
     const t = this.threads.require(threadId);
-    if (isTerminal(t.state))
-      throw new RatchetError(ErrorCode.IllegalTransition, `thread ${threadId} already ended (${t.state})`, {
+    const ended = () =>
+      new RatchetError(ErrorCode.IllegalTransition, `thread ${threadId} already ended (${t.state})`, {
         threadId,
         from: t.state,
         to: "running",
@@ -279,6 +279,7 @@ export class ThreadService {
         threadId,
       });
     }
+    if (isTerminal(t.state)) throw ended();
     return pending[0]!;
   }
 
