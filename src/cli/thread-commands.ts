@@ -97,6 +97,10 @@ function report(r: DriveResult, json: boolean | undefined): number {
       out(
         `thread ${t.thread_id} ${t.state} (${t.step_count} steps, ${t.input_tokens + t.output_tokens} tokens)`,
       );
+    else if (r.outcome === "suspended")
+      out(
+        `thread ${t.thread_id} suspended (interrupted); continue with: ratchet thread resume ${t.thread_id}`,
+      );
     else if (r.outcome === "waiting")
       out(
         `thread ${t.thread_id} waits for an approval: ratchet thread approve ${t.thread_id} | ratchet thread deny ${t.thread_id}`,

@@ -2,7 +2,9 @@
 // server and a command tool through the bridge's registry.
 import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
+import { scriptedModelClient } from "../testing/scripted-model-client.js";
 import { type Kit, makeKit } from "../testing/threads-kit.js";
+import { ThreadService } from "./service.js";
 
 let kit: Kit | undefined;
 afterEach(async () => {
@@ -125,5 +127,41 @@ describe("a thread", () => {
       is_error: 1,
       content: "action append is denied by policy",
     });
+  });
+
+  it("an interrupted driver suspends the thread; resume continues from the checkpoint", async () => {
+    const ac = new AbortController();
+    kit = await makeKit(
+      {
+        turns: [
+          { tool_calls: [{ id: "i1", name: "echo__echo", arguments: { text: "first" } }] },
+          { text: "slow", delay_ms: 20_000 },
+          { text: "finished after resume" },
+        ],
+      },
+      { service: { signal: ac.signal } },
+    );
+    const running = kit.svc.start("be interrupted");
+    for (let i = 0; i < 400 && kit.model.requests().length < 2; i++)
+      await new Promise((r) => setTimeout(r, 25));
+    ac.abort();
+    const r = await running;
+    expect(r.outcome).toBe("suspended");
+    expect(r.thread).toMatchObject({ state: "suspended", reason: "interrupted: resume it to continue" });
+    const model = kit.model;
+    const again = new ThreadService({
+      store: kit.store,
+      config: kit.svc.config,
+      model: () => scriptedModelClient(model),
+    });
+    const resumed = await again.resume(r.thread.thread_id);
+    expect(resumed.outcome).toBe("completed");
+    expect(resumed.thread.final_result).toBe("finished after resume");
+    expect(
+      again.threads
+        .messages(r.thread.thread_id)
+        .filter((m) => m.role === "tool")
+        .map((m) => m.call_id),
+    ).toEqual(["i1"]);
   });
 });

@@ -64,7 +64,8 @@ export interface EngineDeps {
   limits?: Partial<VmLimits>;
 }
 
-export type DriveOutcome = "completed" | "failed" | "waiting";
+/** How a drive ended: the thread completed, failed, waits for a decision, or was suspended (interrupted). */
+export type DriveOutcome = "completed" | "failed" | "waiting" | "suspended";
 
 export interface DriveResult {
   outcome: DriveOutcome;
@@ -229,7 +230,7 @@ export class Driver {
         return this.#fail(`the orchestrator made more than ${MAX_HOST_CALLS} host calls`);
       const row = threads.require(this.threadId);
       if (row.cancel_requested) return this.#fail("cancelled");
-      if (this.#d.signal?.aborted) return this.#fail("cancelled: the driver was interrupted");
+      if (this.#d.signal?.aborted) return this.#suspend();
       const seq = ++this.#seq;
       const args = JSON.stringify({ args: p.args, kwargs: p.kwargs });
       if (EXTERNAL.has(p.name)) {
@@ -269,6 +270,7 @@ export class Driver {
       } catch (e) {
         if (e instanceof HostStop) {
           if (e.outcome === "waiting") return { outcome: "waiting", thread: threads.require(this.threadId) };
+          if (e.outcome === "suspended") return this.#suspend();
           return this.#fail(e.reason);
         }
         throw e;
@@ -323,6 +325,21 @@ export class Driver {
         reason += `; version ${this.#version} disabled after repeated failures, now v${r.fallback}`;
     }
     return this.#fail(reason);
+  }
+
+  /** The driver was interrupted (SIGINT/SIGTERM): the thread keeps its checkpoint and can be resumed. */
+  #suspend(): DriveResult {
+    const { threads } = this.#d;
+    const t = threads.require(this.threadId);
+    if (t.state === "running" && threads.checkpoint(this.threadId)) {
+      const row = threads.transition(this.threadId, "suspended", {
+        reason: "interrupted: resume it to continue",
+      });
+      this.#emitState("suspended", row.reason);
+      return { outcome: "suspended", thread: row };
+    }
+    if (t.state === "waiting") return { outcome: "waiting", thread: t };
+    return this.#fail("cancelled: the driver was interrupted before its first checkpoint");
   }
 
   #fail(reason: string): DriveResult {

@@ -20,7 +20,8 @@ export type HostAnswer = { value: unknown } | { error: { type: string; message: 
 /** Ends the drive: the thread fails with `reason`, or (outcome `waiting`) stays Waiting. */
 export class HostStop extends Error {
   constructor(
-    readonly outcome: "failed" | "waiting",
+    /** `suspended`: the driver was interrupted; the thread keeps its checkpoint. */
+    readonly outcome: "failed" | "waiting" | "suspended",
     readonly reason: string,
   ) {
     super(reason);
@@ -224,7 +225,7 @@ export class HostCalls {
       });
     } catch (e) {
       const code = (e as { code?: string }).code;
-      if (code === ErrorCode.Cancelled) throw new HostStop("failed", "cancelled");
+      if (code === ErrorCode.Cancelled) throw new HostStop("suspended", "interrupted");
       const msg = `model call failed: ${(e as Error).message}`;
       this.hooks.hostError(msg);
       return ctx.commit(pyError("RuntimeError", msg));
