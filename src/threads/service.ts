@@ -20,7 +20,7 @@ import {
 import { ThreadEvent } from "./events.js";
 import { DRIVER_LEASE_MS } from "./limits.js";
 import { dispatchMissions, type MissionReport } from "./missions.js";
-import { isResumable, isTerminal, recoveryTarget, type ThreadState } from "./states.js";
+import { isResumable, isTerminal, isThreadState, recoveryTarget, type ThreadState } from "./states.js";
 import {
   type ActionRow,
   type ApprovalRow,
@@ -351,7 +351,22 @@ export class ThreadService {
     });
   }
 
+  /** @throws RatchetError `invalid_value` for an unknown state or a limit outside 1–1000. */
   list(q: { state?: string; kind?: string; limit?: number } = {}): ThreadRow[] {
+    if (q.state !== undefined && !isThreadState(q.state))
+      throw new RatchetError(
+        ErrorCode.InvalidValue,
+        `state must be one of created, running, waiting, suspended, completed, done, failed (got ${JSON.stringify(q.state)})`,
+        { field: "state" },
+      );
+    if (q.limit !== undefined && (!Number.isInteger(q.limit) || q.limit < 1 || q.limit > 1000))
+      throw new RatchetError(
+        ErrorCode.InvalidValue,
+        `limit must be an integer from 1 to 1000 (got ${q.limit})`,
+        {
+          field: "limit",
+        },
+      );
     this.recover();
     return this.threads.list(q);
   }

@@ -160,6 +160,30 @@ describe("ratchet thread (e2e)", () => {
     expect(deny.stderr).toContain(`thread ${id} has no approval to decide`);
     const cancel = await ws.run(["thread", "cancel", id], { env });
     expect(cancel.status).toBe(4);
+    const state = await ws.run(["thread", "list", "--state", "sleeping"], { env });
+    expect(state.status).toBe(2);
+    expect(state.stderr).toContain(
+      'state must be one of created, running, waiting, suspended, completed, done, failed (got "sleeping")',
+    );
+    writeFileSync(join(ws.dir, "bad.py"), "def run_loop(:\n    pass\n");
+    const bad = await ws.run(["orchestrator", "save", "bad.py"], { env });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain("bad.py does not parse");
+    writeFileSync(join(ws.dir, "nofinal.py"), '{"outcome": "completed"}\n');
+    const nofinal = await ws.run(["orchestrator", "save", "nofinal.py"], { env });
+    expect(nofinal.status).toBe(8);
+    expect(nofinal.stderr).toContain("failed the test threads");
+    const versions = await ws.run(["orchestrator", "list", "--json"], { env });
+    expect(JSON.parse(versions.stdout).versions).toEqual([
+      {
+        version: 0,
+        source: "builtin",
+        active: true,
+        consecutive_failures: 0,
+        total_failures: 0,
+        disabled_reason: null,
+      },
+    ]);
   });
 
   it("chat renders streamed text, tool calls, skills and an inline approval; watch prints the events", async () => {
