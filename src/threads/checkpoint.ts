@@ -67,7 +67,11 @@ function replay(h: HostCalls, a: ActionRow, ctx: HostContext): HostAnswer {
   }
 }
 
+/** Call ids of actions a code step makes: they answer no provider call, so they get no result message. */
+export const CODE_CALL_PREFIX = "code-";
+
 function writeResult(h: HostCalls, callId: string, action: string, content: string, isError: boolean): void {
+  if (callId.startsWith(CODE_CALL_PREFIX)) return;
   h.d.threads.addMessage({
     thread_id: h.threadId,
     role: "tool",
@@ -172,6 +176,15 @@ export async function executeAction(
     decision = verdict.granted ? "granted" : verdict.decision;
     if (verdict.decision === "deny")
       return refuse(h, ctx, call, "denied", "deny", `action ${action} is denied by policy`);
+    if (verdict.decision === "require_approval" && callId.startsWith(CODE_CALL_PREFIX))
+      return refuse(
+        h,
+        ctx,
+        call,
+        "refused",
+        "require_approval",
+        `action ${action} needs an approval: ask for it as a tool call, not from a code step`,
+      );
     if (verdict.decision === "require_approval") {
       const row: ApprovalRow = {
         approval_id: `ap-${randomBytes(5).toString("hex")}`,

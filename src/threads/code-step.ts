@@ -1,9 +1,12 @@
 /**
  * `__execute_code_step__`: runs model-written Python in a nested Monty VM with its own, smaller
- * limits. The code may `print`, ask a model with `llm_query(prompt)` (tokens count on the thread)
- * and end the thread with `FINAL(value)`. Its errors (limits included) come back as text for the
+ * limits. The code may `print`, ask a model with `llm_query(prompt)` (tokens count on the thread),
+ * call actions by name (`echo__add(a=1, b=2)` or `echo__add({"a": 1, "b": 2})`) through the same
+ * checkpoint — an action that needs an approval is refused there — and end the thread with
+ * `FINAL(value)`. Its errors (limits included) come back as text for the
  * model; they do not fail the thread.
  */
+import { CODE_CALL_PREFIX, executeAction } from "./checkpoint.js";
 import { ThreadEvent } from "./events.js";
 import type { HostAnswer, HostCalls, HostContext } from "./host.js";
 import {
@@ -23,6 +26,7 @@ export async function runCodeStep(h: HostCalls, code: string, ctx: HostContext):
   let error: string | null = null;
   let tokens = 0;
   let llmCalls = 0;
+  let actionCalls = 0;
   const print = (text: string) => {
     if (output.length < CODE_STEP_MAX_OUTPUT_CHARS) output += text;
   };
@@ -62,6 +66,22 @@ export async function runCodeStep(h: HostCalls, code: string, ctx: HostContext):
         } catch (e) {
           vm = vm.raise("RuntimeError", `llm_query failed: ${(e as Error).message}`);
         }
+      } else if ((await h.d.actions.list(h.d.signal)).some((a) => a.name === name)) {
+        // An action: through the same checkpoint, under an id made from this host call's number,
+        // so a code step run again after a restart finds the calls it already made.
+        const callArgs = args.length > 0 ? args[0] : kwargs;
+        const inner: HostContext = {
+          seq: ctx.seq,
+          commit: (answer, effects) => h.d.threads.tx(() => (effects?.(), answer)),
+        };
+        const a = await executeAction(
+          h,
+          name,
+          callArgs,
+          `${CODE_CALL_PREFIX}${ctx.seq}-${++actionCalls}`,
+          inner,
+        );
+        vm = "error" in a ? vm.raise(a.error.type, a.error.message) : vm.resume(a.value);
       } else {
         vm = vm.raise("NameError", `name '${name}' is not defined`);
       }

@@ -164,4 +164,44 @@ describe("a thread", () => {
         .map((m) => m.call_id),
     ).toEqual(["i1"]);
   });
+
+  it("a code step calls actions through the same checkpoint; one that needs an approval is refused there", async () => {
+    kit = await makeKit(
+      {
+        turns: [
+          {
+            text: [
+              "```python",
+              "total = echo__add(a=20, b=22)",
+              "try:",
+              "    append(line='from code')",
+              "except PermissionError as e:",
+              "    print('refused:', e)",
+              "FINAL(total)",
+              "```",
+            ].join("\n"),
+          },
+        ],
+      },
+      {
+        threads: {
+          policy: { default: "allow", rules: [{ action: "append", decision: "require_approval" }] },
+        },
+      },
+    );
+    const r = await kit.svc.start("add in code");
+    expect(r.outcome).toBe("completed");
+    expect(r.thread.final_result).toBe("42");
+    const acts = kit.svc.threads
+      .actions(r.thread.thread_id)
+      .map((a) => [a.call_id.replace(/\d+/g, "N"), a.action, a.status]);
+    expect(acts).toEqual([
+      ["code-N-N", "echo__add", "succeeded"],
+      ["code-N-N", "append", "refused"],
+    ]);
+    expect(kit.svc.threads.messages(r.thread.thread_id).filter((m) => m.role === "tool")).toEqual([]);
+    expect(kit.svc.threads.messages(r.thread.thread_id).at(-1)?.content).toContain(
+      "refused: action append needs an approval: ask for it as a tool call, not from a code step",
+    );
+  });
 });

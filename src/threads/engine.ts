@@ -181,7 +181,8 @@ export class Driver {
           threads.transition(this.threadId, "running", { expect: ["waiting", "suspended"], patch });
           this.#emitState("running", null);
         }
-        this.#seq = cp.seq;
+        // An unanswered call is issued again under its own number (ids made from it stay the same).
+        this.#seq = cp.answered ? cp.seq : cp.seq - 1;
         try {
           vm = this.#vm.restore(cp.vm);
           if (cp.answered) {
