@@ -72,7 +72,11 @@ export async function runCodeStep(h: HostCalls, code: string, ctx: HostContext):
         const callArgs = args.length > 0 ? args[0] : kwargs;
         const inner: HostContext = {
           seq: ctx.seq,
-          commit: (answer, effects) => h.d.threads.tx(() => (effects?.(), answer)),
+          commit: (answer, effects) =>
+            h.d.threads.tx(() => {
+              effects?.();
+              return answer;
+            }),
         };
         const a = await executeAction(
           h,
