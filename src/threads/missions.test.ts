@@ -38,6 +38,48 @@ describe("mission triggers", () => {
 const PROPOSED_OK = `def run_loop(goal, config):\n    __add_message__("user", goal)\n    actions = __get_actions__()\n    while True:\n        reply = __llm_complete__(system=config["system_prompt"], actions=actions)\n        for c in reply["action_calls"]:\n            try:\n                __execute_action__(c["name"], c["args"], call_id=c["call_id"])\n            except Exception as e:\n                pass\n        if len(reply["action_calls"]) == 0:\n            FINAL("v-next: " + reply["text"])\n            return {"outcome": "completed"}\n\nrun_loop(goal, config)\n`;
 const PROPOSED_NO_FINAL = `__add_message__("user", goal)\nreply = __llm_complete__(system="x", actions=__get_actions__())\n{"outcome": "completed"}\n`;
 
+describe("missions through the engine", () => {
+  it("playbook extraction after a long successful thread; conversation insights on the 5th thread of a project", async () => {
+    const call = (i: number) => ({
+      tool_calls: [{ id: `p${i}`, name: "echo__echo", arguments: { text: `step ${i}` } }],
+    });
+    kit = await makeKit({
+      turns: [
+        {
+          match: { contains: "Mission playbook-extraction" },
+          text: '{"playbooks":[{"title":"echo five times","content":"1. echo 2. echo"}]}',
+        },
+        {
+          match: { contains: "Mission conversation-insights" },
+          text: '{"insights":[{"title":"likes echoes","content":"The user asks for echoes."}]}',
+        },
+        call(1),
+        call(2),
+        call(3),
+        call(4),
+        call(5),
+        { text: "echoed five times" },
+      ],
+      default: { text: "ok" },
+    });
+    const long = await kit.svc.start("echo five times", { project: "p" });
+    expect(long.thread.step_count).toBe(6);
+    expect(kit.svc.missionReports.map((m) => m.mission)).toEqual(["playbook-extraction"]);
+    expect(kit.svc.docs.list("playbook").map((d) => d.title)).toEqual(["echo five times"]);
+    for (let i = 2; i <= 5; i++) await kit.svc.start(`small thread ${i}`, { project: "p" });
+    expect(kit.svc.missionReports.map((m) => m.mission)).toEqual([
+      "playbook-extraction",
+      "conversation-insights",
+    ]);
+    expect(kit.svc.docs.list("insight").map((d) => d.title)).toEqual(["likes echoes"]);
+    const kinds = kit.svc.threads.list({ limit: 100 }).map((t) => t.kind);
+    expect(kinds.filter((k) => k.startsWith("mission:")).sort()).toEqual([
+      "mission:conversation-insights",
+      "mission:playbook-extraction",
+    ]);
+  });
+});
+
 describe("daily caps", () => {
   it("a mission over its daily cap is reported as skipped and runs no thread", async () => {
     kit = await makeKit(
