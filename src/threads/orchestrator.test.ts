@@ -1,4 +1,5 @@
 // Orchestrator versions, bad input, skills and missions through the real engine.
+import { hostname } from "node:os";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Kit, makeKit } from "../testing/threads-kit.js";
 import { addSkill, listSkills } from "./skills.js";
@@ -75,6 +76,18 @@ describe("orchestrator versions", () => {
     );
     expect(() => kit!.svc.approve(row.thread_id)).toThrow(
       `thread ${row.thread_id} has no approval to decide`,
+    );
+  });
+
+  it("restart recovery fails a Running thread without a checkpoint whose driver is gone", async () => {
+    kit = await makeKit({ turns: [] });
+    const row = kit.svc.create("orphan");
+    // pid 2^22 + 1 is above Linux's pid_max: no such process on this host.
+    kit.svc.threads.transition(row.thread_id, "running", { patch: { driver: `4194305@${hostname()}` } });
+    const moved = kit.svc.recover();
+    expect(moved).toEqual([{ threadId: row.thread_id, from: "running", to: "failed" }]);
+    expect(kit.svc.threads.require(row.thread_id).reason).toBe(
+      `restart recovery: driver 4194305@${hostname()} is gone`,
     );
   });
 

@@ -7,6 +7,7 @@ import { ErrorCode, RatchetError } from "../core/index.js";
 import type { ModelClient } from "../model/index.js";
 import type { SqliteStore } from "../store/index.js";
 import type { ActionProvider } from "./actions.js";
+import { approvalToDecide } from "./approvals.js";
 import { compileThreadsConfig, type ThreadsConfig } from "./config.js";
 import { DocKind, Documents } from "./documents.js";
 import {
@@ -18,9 +19,9 @@ import {
   thisDriver,
 } from "./engine.js";
 import { ThreadEvent } from "./events.js";
-import { DRIVER_LEASE_MS } from "./limits.js";
 import { dispatchMissions, type MissionReport } from "./missions.js";
-import { isResumable, isTerminal, isThreadState, recoveryTarget, type ThreadState } from "./states.js";
+import { type RecoveredThread, recoverThreads } from "./recovery.js";
+import { isResumable, isTerminal, isThreadState } from "./states.js";
 import {
   type ActionRow,
   type ApprovalRow,
@@ -237,52 +238,6 @@ export class ThreadService {
     return result;
   }
 
-  /** The pending approval of a thread (or the one named). */
-  #approvalToDecide(threadId: string, approvalId?: string): ApprovalRow {
-    const t = this.threads.require(threadId);
-    const ended = () =>
-      new RatchetError(ErrorCode.IllegalTransition, `thread ${threadId} already ended (${t.state})`, {
-        threadId,
-        from: t.state,
-        to: "running",
-      });
-    if (approvalId) {
-      const a = this.threads.approval(approvalId);
-      if (!a || a.thread_id !== threadId)
-        throw new RatchetError(ErrorCode.NotFound, `approval ${approvalId} not found on thread ${threadId}`, {
-          threadId,
-          approvalId,
-        });
-      if (a.status !== "pending")
-        throw new RatchetError(
-          ErrorCode.IllegalTransition,
-          `approval ${approvalId} was already ${a.status}`,
-          {
-            threadId,
-            approvalId,
-            from: a.status,
-            to: "decided",
-          },
-        );
-      return a;
-    }
-    const pending = this.threads.pendingApprovals(threadId);
-    if (pending.length === 0) {
-      const any = this.threads.approvals(threadId).at(-1);
-      if (any)
-        throw new RatchetError(
-          ErrorCode.IllegalTransition,
-          `thread ${threadId} has no pending approval (the last one, ${any.approval_id}, was already ${any.status})`,
-          { threadId, approvalId: any.approval_id, from: any.status, to: "decided" },
-        );
-      throw new RatchetError(ErrorCode.NotFound, `thread ${threadId} has no approval to decide`, {
-        threadId,
-      });
-    }
-    if (isTerminal(t.state)) throw ended();
-    return pending[0]!;
-  }
-
   /**
    * Approves the pending call of a thread (exactly that call id and parameters). `always` also adds
    * a standing grant for the action in the thread's project.
@@ -309,7 +264,7 @@ export class ThreadService {
     opts: { approvalId?: string; always?: boolean; by?: string; reason?: string },
   ): { approval: ApprovalRow; driven: boolean } {
     const approval = this.threads.tx(() => {
-      const a = this.#approvalToDecide(threadId, opts.approvalId);
+      const a = approvalToDecide(this.threads, threadId, opts.approvalId);
       const by = opts.by ?? (process.env.USER || "cli");
       this.threads.decideApproval(a.approval_id, status, Boolean(opts.always), by, opts.reason ?? null);
       const t = this.threads.require(threadId);
@@ -396,31 +351,7 @@ export class ThreadService {
    * Restart recovery for threads whose driver is gone: Waiting with a pending approval stays;
    * Running with a checkpoint becomes Suspended; other non-terminal threads fail.
    */
-  recover(): { threadId: string; from: ThreadState; to: ThreadState }[] {
-    const moved: { threadId: string; from: ThreadState; to: ThreadState }[] = [];
-    const now = this.#nowMs();
-    for (const t of this.threads.nonTerminal()) {
-      if (driverAlive(t, now)) continue;
-      // Created and not yet picked up: give its creator a moment to claim it.
-      if (t.state === "created" && now - Date.parse(t.created_at) < DRIVER_LEASE_MS) continue;
-      const to = recoveryTarget(t.state, {
-        hasCheckpoint: this.threads.checkpoint(t.thread_id) !== undefined,
-        hasPendingApproval: this.threads.pendingApprovals(t.thread_id).length > 0,
-      });
-      if (to === null) continue;
-      try {
-        if (to === "failed")
-          this.threads.fillMissingResults(t.thread_id, "not run: the thread's process died");
-        this.threads.transition(t.thread_id, to, {
-          expect: [t.state],
-          reason: `restart recovery: driver ${t.driver ?? "(none)"} is gone`,
-          patch: { driver: null },
-        });
-        moved.push({ threadId: t.thread_id, from: t.state, to });
-      } catch {
-        // another process recovered or resumed it first
-      }
-    }
-    return moved;
+  recover(): RecoveredThread[] {
+    return recoverThreads(this.threads, this.#nowMs());
   }
 }
