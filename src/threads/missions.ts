@@ -161,12 +161,18 @@ function writeDocuments(
 export async function dispatchMissions(svc: ThreadService): Promise<MissionReport[]> {
   const { threads } = svc;
   const reports: MissionReport[] = [];
-  const events = threads.store
-    .listEvents({ entityKind: "thread", limit: 100_000 })
+  // Completion events of threads still Completed (the ones no dispatch has handled yet), oldest first.
+  const events = threads
+    .sql(
+      `SELECT * FROM events WHERE entity_kind = 'thread' AND type = ? AND entity_id IN (SELECT thread_id FROM threads WHERE state = 'completed') ORDER BY id`,
+    )
+    .all(ThreadEvent.StateChanged)
     .filter(
-      (e) =>
-        e.type === ThreadEvent.StateChanged && (JSON.parse(e.payload) as { to?: string }).to === "completed",
-    );
+      (e) => (JSON.parse((e as { payload: string }).payload) as { to?: string }).to === "completed",
+    ) as {
+    id: number;
+    entity_id: string;
+  }[];
   const cap = svc.config.missions.dailyCap ?? MISSION_DAILY_CAP;
   for (const e of events) {
     const source = threads.get(e.entity_id);
