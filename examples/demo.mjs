@@ -337,6 +337,57 @@ try {
   }
   ratchet(["runner", "status", join(ws, "runner-out"), "--tail-events", "3"]);
 
+  say("14. A thread: the orchestrator script runs in a sandbox; one tool call needs an approval");
+  // The policy asks a person before the built-in `echo` tool runs; the approval comes from a
+  // second `ratchet` process while the first one waits with the VM paused and saved.
+  const cfgPath = join(ws, ".ratchet", "config.json");
+  let cfg = {};
+  try {
+    cfg = JSON.parse(readFileSync(cfgPath, "utf8"));
+  } catch {
+    // no config yet
+  }
+  cfg.threads = { policy: { default: "allow", rules: [{ action: "echo", decision: "require_approval" }] } };
+  writeFileSync(cfgPath, json(cfg));
+  const threadModel = await startScriptedModel({
+    script: {
+      turns: [
+        {
+          text: "I will announce it.",
+          tool_calls: [{ name: "echo", arguments: { text: "release 1.2 is out" } }],
+        },
+        { text: "Announced: release 1.2 is out." },
+      ],
+    },
+  });
+  const modelEnv = {
+    RATCHET_MODEL: "openai-compatible:scripted",
+    OPENAI_BASE_URL: threadModel.url,
+    OPENAI_API_KEY: "sk-demo-0000000000",
+  };
+  try {
+    const started = ratchetAsync(["thread", "start", "announce the release", "--json"], {
+      env: modelEnv,
+      quiet: true,
+    });
+    let waiting;
+    for (let i = 0; i < 200 && !waiting; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      const list = spawnSync(process.execPath, [bin, "thread", "list", "--state", "waiting", "--json"], {
+        cwd: ws,
+        encoding: "utf8",
+      });
+      waiting = JSON.parse(list.stdout || "[]")[0];
+    }
+    if (!waiting) throw new Error("the demo thread never asked for approval");
+    ratchet(["thread", "approve", waiting.thread_id, "--reason", "demo"], { env: modelEnv });
+    const done = (await started).marker;
+    console.log(`thread ${done.thread_id}: ${done.state}, ${done.step_count} steps → ${done.final_result}`);
+    ratchet(["thread", "show", done.thread_id]);
+  } finally {
+    await threadModel.close();
+  }
+
   console.log(`\n${bold("Demo finished.")} Workspace: ${keep ? ws : "(removed; pass --keep to keep it)"}`);
 } finally {
   if (!keep) rmSync(ws, { recursive: true, force: true });

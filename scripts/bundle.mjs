@@ -30,6 +30,7 @@ await build({
     /^@modelcontextprotocol\/sdk(\/|$)/,
     /^ai(\/|$)/,
     /^@ai-sdk\//,
+    /^@pydantic\/monty(\/|$)/,
   ],
   logLevel: "warn",
   output: {

@@ -31,6 +31,11 @@ const PURE = [
   "src/runner/score.ts",
   "src/builder/prompt.ts",
   "src/builder/text.ts",
+  "src/threads/states.ts",
+  "src/threads/policy.ts",
+  "src/threads/events.ts",
+  "src/threads/limits.ts",
+  "src/threads/orchestrator-default.ts",
 ];
 
 const FORBIDDEN: [RegExp, string][] = [

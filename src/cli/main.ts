@@ -186,6 +186,7 @@ function build(setStatus: (n: number) => void): Command {
   addRunnerCommands(program, act, globals);
   addBuildCommands(program, act, globals);
   addServerCommands(program, act, globals);
+  addThreadCommands(program, act, globals);
 
   return program;
 }
@@ -500,6 +501,164 @@ function addServerCommands(
         (await sc()).mcpStdio({ ...globals(), ...o }),
       ),
     );
+}
+
+/**
+ * Threads, chat, orchestrator versions and skills (src/cli/thread-commands.ts). Loaded on demand:
+ * Monty, the model client and the bridge would slow the start-up of every other command.
+ */
+function addThreadCommands(
+  program: Command,
+  act: <A extends unknown[]>(fn: (...a: A) => Promise<number>) => (...a: A) => Promise<void>,
+  globals: () => { db?: string },
+): void {
+  const tc = () => import("./thread-commands.js");
+  const ta = () => import("./thread-admin-commands.js");
+  type O = Record<string, string | boolean | string[] | undefined>;
+  const waitHelp = "seconds to wait for an approval before leaving the thread Waiting (default 3600)";
+  const thread = program
+    .command("thread")
+    .description(
+      "agent threads run by a versioned orchestrator script, with approvals that survive restarts",
+    );
+  thread
+    .command("start <goal>")
+    .description("start a thread and drive it (exit 0 completed or waiting for approval, 8 failed)")
+    .option("--project <name>", "project the thread belongs to (grants and insights are per project)")
+    .option("--model <provider:model>", "model (default: RATCHET_MODEL)")
+    .option("--wait-approval <seconds>", waitHelp)
+    .option("--json", "one JSON line at the end instead of the live rendering")
+    .addHelpText("after", '\nExample:\n  ratchet thread start "summarise the open issues" --project web')
+    .action(act(async (goal: string, o: O) => (await tc()).threadStart(goal, { ...globals(), ...o })));
+  thread
+    .command("list")
+    .description("threads, newest first (recovers threads whose process died)")
+    .option("--state <state>", "created, running, waiting, suspended, completed, done or failed")
+    .option("--limit <n>", "at most n threads (default 50)")
+    .option("--json", "machine-readable output")
+    .action(act(async (o: O) => (await tc()).threadList({ ...globals(), ...o })));
+  thread
+    .command("show <thread>")
+    .description("a thread's state, messages, approvals and checkpoint")
+    .option("--json", "machine-readable output")
+    .action(act(async (id: string, o: O) => (await tc()).threadShow(id, { ...globals(), ...o })));
+  thread
+    .command("watch <thread>")
+    .description("print a thread's events until it ends (exit 8 if it fails or the timeout passes)")
+    .option("--timeout <seconds>", "give up after this many seconds (default 3600)")
+    .option("--json", "one JSON event per line")
+    .action(act(async (id: string, o: O) => (await tc()).threadWatch(id, { ...globals(), ...o })));
+  thread
+    .command("resume <thread>")
+    .description("continue a Waiting or Suspended thread from its saved VM")
+    .option("--wait-approval <seconds>", waitHelp)
+    .option("--json", "one JSON line at the end")
+    .action(act(async (id: string, o: O) => (await tc()).threadResume(id, { ...globals(), ...o })));
+  for (const decision of ["approve", "deny"] as const) {
+    const c = thread
+      .command(`${decision} <thread>`)
+      .description(
+        decision === "approve"
+          ? "approve the pending tool call (exactly that call); continues the thread here unless a process is waiting on it"
+          : "deny the pending tool call: the orchestrator gets an error it can catch",
+      )
+      .option("--approval <id>", "the approval to decide (default: the thread's pending one)")
+      .option("--reason <text>", "recorded with the decision")
+      .option("--no-resume", "only record the decision")
+      .option("--wait-approval <seconds>", waitHelp)
+      .option("--json", "machine-readable output");
+    if (decision === "approve") c.option("--always", "also grant this action for the project from now on");
+    c.action(
+      act(async (id: string, o: O) => (await tc()).threadDecide(decision, id, { ...globals(), ...o })),
+    );
+  }
+  thread
+    .command("cancel <thread>")
+    .description("cancel a thread (at once, or at its process's next host call)")
+    .option("--reason <text>", "recorded as the thread's reason")
+    .option("--json", "machine-readable output")
+    .action(act(async (id: string, o: O) => (await tc()).threadCancel(id, { ...globals(), ...o })));
+
+  program
+    .command("chat")
+    .description(
+      "a REPL: streamed replies, tool calls, approvals and ◈ skills lines; each message runs as a thread",
+    )
+    .option("--project <name>", "project of the threads")
+    .option("--model <provider:model>", "model (default: RATCHET_MODEL)")
+    .action(act(async (o: O) => (await tc()).chat({ ...globals(), ...o })));
+
+  const orch = program.command("orchestrator").description("versions of the orchestrator script threads run");
+  orch
+    .command("list")
+    .description("versions (highest active one wins), their failures, and proposals from missions")
+    .option("--json", "machine-readable output")
+    .action(act(async (o: O) => (await ta()).orchestratorList({ ...globals(), ...o })));
+  orch
+    .command("show <version>")
+    .description("the code of a version (0 is the built-in)")
+    .action(act(async (v: string) => (await ta()).orchestratorShow(v, globals())));
+  orch
+    .command("rollback <version>")
+    .description("disable every version above this one")
+    .requiredOption("--reason <text>", "why (recorded)")
+    .action(
+      act(async (v: string, o: O) =>
+        (await ta()).orchestratorRollback(v, { ...globals(), ...(o as { reason: string }) }),
+      ),
+    );
+  orch
+    .command("save <file>")
+    .description("store a new version after a syntax check and the engine's test threads")
+    .option("--reason <text>", "recorded with the version")
+    .action(act(async (f: string, o: O) => (await ta()).orchestratorSave(f, { ...globals(), ...o })));
+  orch
+    .command("accept <proposal>")
+    .description("apply a mission's proposal (orchestrator: syntax check + test threads first)")
+    .action(act(async (id: string) => (await ta()).proposalDecide("accept", id, globals())));
+  orch
+    .command("reject <proposal>")
+    .description("reject a mission's proposal")
+    .option("--reason <text>", "recorded with the proposal")
+    .action(
+      act(async (id: string, o: O) => (await ta()).proposalDecide("reject", id, { ...globals(), ...o })),
+    );
+
+  const skills = program
+    .command("skills")
+    .description("skill documents injected into threads' system prompts");
+  skills
+    .command("add <name>")
+    .description("add a skill")
+    .option("--content <text>", "the text injected when the skill is active")
+    .option("--file <path>", "read the text from a file")
+    .option("--keywords <list>", "comma-separated keywords (10 per exact word, 5 per substring)")
+    .option("--exclude <list>", "comma-separated keywords that veto the skill")
+    .option("--tags <list>", "comma-separated tags (3 each)")
+    .option(
+      "--pattern <regex>",
+      "a regex over the goal (20 each; repeatable)",
+      (v: string, p: string[] = []) => [...p, v],
+    )
+    .option("--project <name>", "project of the skill")
+    .action(
+      act(async (name: string, o: O) =>
+        (await ta()).skillsAdd(name, {
+          ...globals(),
+          ...o,
+          ...(o.pattern ? { patterns: o.pattern as string[] } : {}),
+        }),
+      ),
+    );
+  skills
+    .command("list")
+    .option("--json", "machine-readable output")
+    .action(act(async (o: O) => (await ta()).skillsList({ ...globals(), ...o })));
+  skills
+    .command("show <skill>")
+    .description("a skill by id or name")
+    .option("--json", "machine-readable output")
+    .action(act(async (id: string, o: O) => (await ta()).skillsShow(id, { ...globals(), ...o })));
 }
 
 /** Runs the CLI with `argv` (as `process.argv`) and returns the exit status. */

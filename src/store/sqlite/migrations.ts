@@ -208,4 +208,147 @@ CREATE INDEX workflow_runs_started ON workflow_runs(started_at, run_id);
 CREATE INDEX plans_created_id ON plans(created_at, plan_id);
 `,
   },
+  {
+    id: 5,
+    name: "threads",
+    sql: `
+CREATE TABLE threads (
+  thread_id        TEXT PRIMARY KEY,
+  goal             TEXT NOT NULL,
+  project          TEXT,
+  kind             TEXT NOT NULL,
+  parent_thread_id TEXT,
+  state            TEXT NOT NULL,
+  model            TEXT,
+  orchestrator_version INTEGER,
+  step_count       INTEGER NOT NULL DEFAULT 0,
+  input_tokens     INTEGER NOT NULL DEFAULT 0,
+  output_tokens    INTEGER NOT NULL DEFAULT 0,
+  cost_usd         REAL NOT NULL DEFAULT 0,
+  budget           TEXT NOT NULL,
+  final_result     TEXT,
+  reason           TEXT,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  driver           TEXT,
+  driver_heartbeat_ms INTEGER,
+  started_ms       INTEGER,
+  created_at       TEXT NOT NULL,
+  updated_at       TEXT NOT NULL,
+  finished_at      TEXT
+);
+CREATE INDEX threads_state ON threads(state);
+CREATE INDEX threads_created ON threads(created_at);
+
+CREATE TABLE thread_messages (
+  id            INTEGER PRIMARY KEY,
+  thread_id     TEXT NOT NULL REFERENCES threads(thread_id),
+  role          TEXT NOT NULL,
+  content       TEXT NOT NULL,
+  tool_calls    TEXT,
+  call_id       TEXT,
+  tool_name     TEXT,
+  is_error      INTEGER NOT NULL DEFAULT 0,
+  created_at    TEXT NOT NULL
+);
+CREATE INDEX thread_messages_thread ON thread_messages(thread_id, id);
+-- Exactly one result message per tool call.
+CREATE UNIQUE INDEX thread_messages_result ON thread_messages(thread_id, call_id) WHERE role = 'tool';
+
+CREATE TABLE thread_checkpoints (
+  thread_id     TEXT PRIMARY KEY REFERENCES threads(thread_id),
+  seq           INTEGER NOT NULL,
+  vm            BLOB NOT NULL,
+  call_name     TEXT NOT NULL,
+  call_args     TEXT NOT NULL,
+  answered      INTEGER NOT NULL DEFAULT 0,
+  answer        TEXT,
+  script_state  TEXT,
+  updated_at    TEXT NOT NULL
+);
+
+CREATE TABLE thread_actions (
+  thread_id     TEXT NOT NULL REFERENCES threads(thread_id),
+  call_id       TEXT NOT NULL,
+  action        TEXT NOT NULL,
+  args          TEXT NOT NULL,
+  status        TEXT NOT NULL,
+  decision      TEXT NOT NULL,
+  lease_id      TEXT,
+  result        TEXT,
+  error         TEXT,
+  started_at    TEXT NOT NULL,
+  finished_at   TEXT,
+  PRIMARY KEY (thread_id, call_id)
+);
+
+CREATE TABLE thread_approvals (
+  approval_id   TEXT PRIMARY KEY,
+  thread_id     TEXT NOT NULL REFERENCES threads(thread_id),
+  call_id       TEXT NOT NULL,
+  action        TEXT NOT NULL,
+  args          TEXT NOT NULL,
+  args_hash     TEXT NOT NULL,
+  status        TEXT NOT NULL,
+  always        INTEGER NOT NULL DEFAULT 0,
+  decided_by    TEXT,
+  reason        TEXT,
+  created_at    TEXT NOT NULL,
+  decided_at    TEXT
+);
+CREATE INDEX thread_approvals_thread ON thread_approvals(thread_id, status);
+
+CREATE TABLE thread_leases (
+  lease_id      TEXT PRIMARY KEY,
+  thread_id     TEXT NOT NULL REFERENCES threads(thread_id),
+  pattern       TEXT NOT NULL,
+  uses_left     INTEGER,
+  expires_ms    INTEGER,
+  created_at    TEXT NOT NULL
+);
+CREATE INDEX thread_leases_thread ON thread_leases(thread_id);
+
+CREATE TABLE action_grants (
+  action        TEXT NOT NULL,
+  project       TEXT NOT NULL,
+  approval_id   TEXT,
+  created_at    TEXT NOT NULL,
+  PRIMARY KEY (action, project)
+);
+
+CREATE TABLE documents (
+  doc_id        TEXT PRIMARY KEY,
+  kind          TEXT NOT NULL,
+  title         TEXT NOT NULL,
+  project       TEXT,
+  tags          TEXT NOT NULL,
+  version       INTEGER NOT NULL DEFAULT 0,
+  content       TEXT NOT NULL,
+  meta          TEXT NOT NULL,
+  created_at    TEXT NOT NULL,
+  updated_at    TEXT NOT NULL
+);
+CREATE INDEX documents_kind ON documents(kind, title, version);
+
+CREATE TABLE orchestrator_failures (
+  version       INTEGER PRIMARY KEY,
+  consecutive   INTEGER NOT NULL,
+  total         INTEGER NOT NULL,
+  last_error    TEXT,
+  disabled_at   TEXT,
+  disabled_reason TEXT,
+  updated_at    TEXT NOT NULL
+);
+
+CREATE TABLE mission_runs (
+  id            INTEGER PRIMARY KEY,
+  mission       TEXT NOT NULL,
+  day           TEXT NOT NULL,
+  source_thread_id TEXT NOT NULL,
+  thread_id     TEXT,
+  created_at    TEXT NOT NULL,
+  UNIQUE (mission, source_thread_id)
+);
+CREATE INDEX mission_runs_day ON mission_runs(mission, day);
+`,
+  },
 ];

@@ -1,0 +1,360 @@
+/**
+ * The driver of one thread: claims it, runs its orchestrator VM from host call to host call, saves
+ * the paused VM before every call that reaches outside the process and together with the effects
+ * of every call that writes, waits (VM paused, saved) for approvals, and ends the thread with the
+ * reason. See ARCHITECTURE.md for the ordering guarantees.
+ */
+import { hostname } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { ModelClient } from "../model/index.js";
+import type { ActionProvider } from "./actions.js";
+import type { ThreadsConfig } from "./config.js";
+import type { Documents } from "./documents.js";
+import { type HostAnswer, HostCalls, type HostContext, HostStop } from "./host.js";
+import {
+  APPROVAL_POLL_MS,
+  DEFAULT_APPROVAL_WAIT_MS,
+  DRIVER_HEARTBEAT_MS,
+  DRIVER_LEASE_MS,
+  MAX_HOST_CALLS,
+  ORCHESTRATOR_MAX_ALLOCATIONS,
+  ORCHESTRATOR_MAX_DURATION_SECS,
+  ORCHESTRATOR_MAX_MEMORY_BYTES,
+  ORCHESTRATOR_MAX_RECURSION,
+  SKILLS_MAX_ACTIVE,
+  SKILLS_TOKEN_BUDGET,
+} from "./limits.js";
+import type { ThreadRow, ThreadStore } from "./thread-store.js";
+import type { OrchestratorVersions } from "./versions.js";
+import { montyVm, type PausedVm, VmError, type VmFactory, type VmLimits } from "./vm.js";
+
+/** What a driver reports while it runs (the CLI renders these). */
+export type DriveEvent =
+  | { type: "text"; delta: string }
+  | {
+      type: "action";
+      name: string;
+      callId: string;
+      args: unknown;
+      status: "running" | "succeeded" | "failed" | "denied";
+    }
+  | { type: "approval"; approvalId: string; action: string; callId: string; args: unknown }
+  | { type: "skills"; names: string[] }
+  | { type: "code"; output: string }
+  | { type: "state"; state: string; reason: string | null };
+
+export interface EngineDeps {
+  threads: ThreadStore;
+  docs: Documents;
+  versions: OrchestratorVersions;
+  config: ThreadsConfig;
+  actions: ActionProvider;
+  /** The model client, made on first use. */
+  model: () => ModelClient;
+  /** Default Monty. */
+  vm?: VmFactory;
+  /** `<pid>@<host>` of this process. */
+  driverId?: string;
+  nowMs?: () => number;
+  onEvent?: (e: DriveEvent) => void;
+  /** How long to wait for an approval before letting go (thread stays Waiting). */
+  approvalWaitMs?: number;
+  signal?: AbortSignal;
+  /** Orchestrator VM limits (defaults in limits.ts). */
+  limits?: Partial<VmLimits>;
+}
+
+/** How a drive ended: the thread completed, failed, waits for a decision, or was suspended (interrupted). */
+export type DriveOutcome = "completed" | "failed" | "waiting" | "suspended";
+
+export interface DriveResult {
+  outcome: DriveOutcome;
+  thread: ThreadRow;
+}
+
+export function thisDriver(): string {
+  return `${process.pid}@${hostname()}`;
+}
+
+/** Whether the driver recorded on a thread is still alive (same host: its pid; else its heartbeat). */
+export function driverAlive(t: ThreadRow, nowMs: number): boolean {
+  if (!t.driver) return false;
+  const at = t.driver.indexOf("@");
+  const pid = Number(t.driver.slice(0, at));
+  const host = t.driver.slice(at + 1);
+  if (host === hostname() && Number.isInteger(pid)) {
+    if (pid === process.pid) return true;
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (e) {
+      return (e as NodeJS.ErrnoException).code === "EPERM";
+    }
+  }
+  return t.driver_heartbeat_ms !== null && nowMs - t.driver_heartbeat_ms < DRIVER_LEASE_MS;
+}
+
+/** Calls that reach outside the process: the VM is saved before them. */
+const EXTERNAL = new Set(["__llm_complete__", "__execute_action__", "__execute_code_step__"]);
+/** Calls that only read: nothing is saved (running them again after a restore is harmless). */
+const READS = new Set([
+  "__check_signals__",
+  "__check_budget__",
+  "__get_actions__",
+  "__list_skills__",
+  "__retrieve_docs__",
+]);
+
+export class Driver {
+  readonly #d: EngineDeps;
+  readonly #vm: VmFactory;
+  readonly #me: string;
+  readonly #now: () => number;
+  readonly #host: HostCalls;
+  #seq = 0;
+  #lastHostError: string | null = null;
+  #version = 0;
+
+  constructor(
+    deps: EngineDeps,
+    readonly threadId: string,
+  ) {
+    this.#d = deps;
+    this.#vm = deps.vm ?? montyVm;
+    this.#me = deps.driverId ?? thisDriver();
+    this.#now = deps.nowMs ?? Date.now;
+    this.#host = new HostCalls(deps, threadId, {
+      waitForDecision: (approvalId) => this.#waitForDecision(approvalId),
+      hostError: (msg) => {
+        this.#lastHostError = msg;
+      },
+    });
+  }
+
+  /** Runs the thread from Created, or resumes it from Waiting / Suspended. */
+  async drive(mode: "start" | "resume"): Promise<DriveResult> {
+    const r = await this.#drive(mode);
+    return { ...r, thread: this.#d.threads.require(this.threadId) };
+  }
+
+  async #drive(mode: "start" | "resume"): Promise<DriveResult> {
+    const { threads } = this.#d;
+    const t = threads.require(this.threadId);
+    const heartbeat = setInterval(() => {
+      threads
+        .sql("UPDATE threads SET driver_heartbeat_ms = ? WHERE thread_id = ? AND driver = ?")
+        .run(this.#now(), this.threadId, this.#me);
+    }, DRIVER_HEARTBEAT_MS);
+    heartbeat.unref();
+    try {
+      let vm: PausedVm;
+      if (mode === "start") {
+        const v = this.#d.versions.active();
+        this.#version = v.version;
+        threads.transition(this.threadId, "running", {
+          expect: ["created"],
+          patch: {
+            driver: this.#me,
+            driver_heartbeat_ms: this.#now(),
+            started_ms: this.#now(),
+            orchestrator_version: v.version,
+          },
+        });
+        this.#emitState("running", null);
+        try {
+          vm = this.#vm.start(v.code, {
+            scriptName: `orchestrator_v${v.version}.py`,
+            inputs: { goal: t.goal, config: this.#scriptConfig(false) },
+            limits: this.#limits(),
+          });
+        } catch (e) {
+          return this.#orchestratorFailed(e);
+        }
+      } else {
+        const cp = threads.checkpoint(this.threadId);
+        this.#version = t.orchestrator_version ?? 0;
+        if (!cp) return this.#fail(`no checkpoint to resume from`);
+        const pending = t.state === "waiting" && threads.pendingApprovals(this.threadId).length > 0;
+        const patch = { driver: this.#me, driver_heartbeat_ms: this.#now() };
+        if (pending) threads.patch(this.threadId, patch);
+        else {
+          threads.transition(this.threadId, "running", { expect: ["waiting", "suspended"], patch });
+          this.#emitState("running", null);
+        }
+        // An unanswered call is issued again under its own number (ids made from it stay the same).
+        this.#seq = cp.answered ? cp.seq : cp.seq - 1;
+        try {
+          vm = this.#vm.restore(cp.vm);
+          if (cp.answered) {
+            const a = JSON.parse(cp.answer ?? "null") as HostAnswer;
+            vm = "error" in a ? vm.raise(a.error.type, a.error.message) : vm.resume(a.value);
+          }
+        } catch (e) {
+          return this.#orchestratorFailed(e);
+        }
+      }
+      return await this.#run(vm);
+    } finally {
+      clearInterval(heartbeat);
+      threads
+        .sql("UPDATE threads SET driver = NULL WHERE thread_id = ? AND driver = ?")
+        .run(this.threadId, this.#me);
+    }
+  }
+
+  #limits(): VmLimits {
+    return {
+      maxDurationSecs: this.#d.limits?.maxDurationSecs ?? ORCHESTRATOR_MAX_DURATION_SECS,
+      maxMemory: this.#d.limits?.maxMemory ?? ORCHESTRATOR_MAX_MEMORY_BYTES,
+      maxAllocations: this.#d.limits?.maxAllocations ?? ORCHESTRATOR_MAX_ALLOCATIONS,
+      maxRecursionDepth: this.#d.limits?.maxRecursionDepth ?? ORCHESTRATOR_MAX_RECURSION,
+    };
+  }
+
+  #scriptConfig(resumed: boolean): Record<string, unknown> {
+    return {
+      system_prompt: this.#d.config.systemPrompt,
+      skill_budget_tokens: SKILLS_TOKEN_BUDGET,
+      max_skills: SKILLS_MAX_ACTIVE,
+      resumed,
+    };
+  }
+
+  async #run(start: PausedVm): Promise<DriveResult> {
+    const { threads } = this.#d;
+    let vm = start;
+    let calls = 0;
+    for (;;) {
+      const p = vm.progress;
+      if (p.kind === "done") return this.#finished(p.output);
+      if (++calls > MAX_HOST_CALLS)
+        return this.#fail(`the orchestrator made more than ${MAX_HOST_CALLS} host calls`);
+      const row = threads.require(this.threadId);
+      if (row.cancel_requested) return this.#fail("cancelled");
+      if (this.#d.signal?.aborted) return this.#suspend();
+      const seq = ++this.#seq;
+      const args = JSON.stringify({ args: p.args, kwargs: p.kwargs });
+      if (EXTERNAL.has(p.name)) {
+        threads.saveCheckpoint({
+          thread_id: this.threadId,
+          seq,
+          vm: vm.dump(),
+          call_name: p.name,
+          call_args: args,
+          answered: 0,
+          answer: null,
+        });
+      }
+      const current = vm;
+      const ctx: HostContext = {
+        seq,
+        commit: (answer, effects) =>
+          threads.tx(() => {
+            effects?.();
+            if (!READS.has(p.name)) {
+              threads.saveCheckpoint({
+                thread_id: this.threadId,
+                seq,
+                vm: current.dump(),
+                call_name: p.name,
+                call_args: args,
+                answered: 1,
+                answer: JSON.stringify(answer),
+              });
+            }
+            return answer;
+          }),
+      };
+      let answer: HostAnswer;
+      try {
+        answer = await this.#host.dispatch(p.name, p.args, p.kwargs, ctx);
+      } catch (e) {
+        if (e instanceof HostStop) {
+          if (e.outcome === "waiting") return { outcome: "waiting", thread: threads.require(this.threadId) };
+          if (e.outcome === "suspended") return this.#suspend();
+          return this.#fail(e.reason);
+        }
+        throw e;
+      }
+      try {
+        vm = "error" in answer ? vm.raise(answer.error.type, answer.error.message) : vm.resume(answer.value);
+      } catch (e) {
+        return this.#orchestratorFailed(e);
+      }
+    }
+  }
+
+  /** Polls the approval until it is decided, the thread is cancelled, or the wait runs out. */
+  async #waitForDecision(approvalId: string): Promise<"decided" | "released" | "cancelled"> {
+    const { threads } = this.#d;
+    const until = this.#now() + (this.#d.approvalWaitMs ?? DEFAULT_APPROVAL_WAIT_MS);
+    for (;;) {
+      const a = threads.approval(approvalId);
+      if (a && a.status !== "pending") return "decided";
+      if (threads.require(this.threadId).cancel_requested) return "cancelled";
+      if (this.#now() >= until || this.#d.signal?.aborted) return "released";
+      await sleep(APPROVAL_POLL_MS);
+    }
+  }
+
+  #finished(output: unknown): DriveResult {
+    const { threads } = this.#d;
+    const t = threads.require(this.threadId);
+    const out = (output && typeof output === "object" ? output : {}) as Record<string, unknown>;
+    this.#d.versions.recordSuccess(this.#version);
+    if (t.final_result !== null) {
+      this.#host.fillMissingResults("the thread ended before this call ran");
+      const done = threads.transition(this.threadId, "completed", { reason: null });
+      this.#emitState("completed", null);
+      return { outcome: "completed", thread: done };
+    }
+    const outcome = typeof out.outcome === "string" ? out.outcome : "none";
+    if (outcome === "cancelled") return this.#fail("cancelled");
+    if (outcome === "budget_exhausted") return this.#fail(`budget exhausted: ${String(out.reason ?? "")}`);
+    return this.#fail(`the orchestrator returned without calling FINAL (outcome ${outcome})`);
+  }
+
+  #orchestratorFailed(e: unknown): DriveResult {
+    const err = e instanceof VmError ? e : new VmError("RuntimeError", String(e), "");
+    const text = err.message;
+    const hostCaused = this.#lastHostError !== null && text.includes(this.#lastHostError);
+    let reason = `orchestrator v${this.#version} failed: ${text}`;
+    if (err.isLimit) reason = `orchestrator v${this.#version} stopped by a limit: ${text}`;
+    if (!hostCaused) {
+      const r = this.#d.versions.recordFailure(this.#version, text);
+      if (r.disabled)
+        reason += `; version ${this.#version} disabled after repeated failures, now v${r.fallback}`;
+    }
+    return this.#fail(reason);
+  }
+
+  /** The driver was interrupted (SIGINT/SIGTERM): the thread keeps its checkpoint and can be resumed. */
+  #suspend(): DriveResult {
+    const { threads } = this.#d;
+    const t = threads.require(this.threadId);
+    if (t.state === "running" && threads.checkpoint(this.threadId)) {
+      const row = threads.transition(this.threadId, "suspended", {
+        reason: "interrupted: resume it to continue",
+      });
+      this.#emitState("suspended", row.reason);
+      return { outcome: "suspended", thread: row };
+    }
+    if (t.state === "waiting") return { outcome: "waiting", thread: t };
+    return this.#fail("cancelled: the driver was interrupted before its first checkpoint");
+  }
+
+  #fail(reason: string): DriveResult {
+    const { threads } = this.#d;
+    const t = threads.require(this.threadId);
+    if (t.state === "failed" || t.state === "completed" || t.state === "done")
+      return { outcome: t.state === "failed" ? "failed" : "completed", thread: t };
+    this.#host.fillMissingResults(`not run: the thread ended (${reason})`);
+    const row = threads.transition(this.threadId, "failed", { reason });
+    this.#emitState("failed", reason);
+    return { outcome: "failed", thread: row };
+  }
+
+  #emitState(state: string, reason: string | null): void {
+    this.#d.onEvent?.({ type: "state", state, reason });
+  }
+}

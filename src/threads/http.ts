@@ -1,0 +1,164 @@
+/**
+ * Thread routes for a hono app (`ratchet serve` mounts them behind its token check):
+ *
+ *   GET  /threads                 list (?state=&limit=)
+ *   GET  /threads/:id             show
+ *   POST /threads                 {goal, project?, model?}: create and drive in the background (202)
+ *   POST /threads/:id/resume      drive a Waiting/Suspended thread in the background (202)
+ *   POST /threads/:id/approve     {approval_id?, always?, reason?}: decide; drives the thread when no process does
+ *   POST /threads/:id/deny        {approval_id?, reason?}
+ *   POST /threads/:id/cancel      {reason?}
+ *
+ * Routes parse, call the service, serialise; errors map through `httpStatusFor` to
+ * `{error: {code, message}}`.
+ */
+import type { Context, Hono } from "hono";
+import { z } from "zod";
+import { ErrorCode, httpStatusFor, RatchetError, toRatchetError } from "../core/index.js";
+import type { ThreadService } from "./service.js";
+import { isResumable } from "./states.js";
+
+export interface ThreadRoutesOptions {
+  /** Path prefix. Default `/threads`. */
+  prefix?: string;
+  /** Receives each background drive (default: errors are swallowed; the thread row has the reason). */
+  background?: (drive: Promise<unknown>) => void;
+  /** Who decides (recorded on approvals). Default `http`. */
+  actor?: string;
+}
+
+const startBody = z.strictObject({
+  goal: z.string().min(1),
+  project: z.string().min(1).optional(),
+  model: z.string().min(1).optional(),
+});
+const decideBody = z.strictObject({
+  approval_id: z.string().min(1).optional(),
+  always: z.boolean().optional(),
+  reason: z.string().optional(),
+});
+const cancelBody = z.strictObject({ reason: z.string().optional() });
+
+async function body<T>(c: Context, schema: z.ZodType<T>): Promise<T> {
+  const text = await c.req.text();
+  let json: unknown = {};
+  if (text.trim() !== "") {
+    try {
+      json = JSON.parse(text);
+    } catch (e) {
+      throw new RatchetError(
+        ErrorCode.MalformedInput,
+        `the body is not valid JSON: ${(e as Error).message}`,
+        { field: "body" },
+      );
+    }
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue?.path.map(String).join(".") || "body";
+    throw new RatchetError(ErrorCode.SchemaViolation, `${field}: ${issue?.message ?? "invalid"}`, { field });
+  }
+  return parsed.data;
+}
+
+function fail(c: Context, e: unknown) {
+  const re = toRatchetError(e);
+  return c.json({ error: { code: re.code, message: re.message } }, httpStatusFor(re.code) as 400);
+}
+
+/** Registers the thread routes on `app`. `service()` is called per request. */
+export function registerThreadRoutes(
+  app: Hono,
+  service: () => ThreadService,
+  opts: ThreadRoutesOptions = {},
+): void {
+  const p = opts.prefix ?? "/threads";
+  const bg =
+    opts.background ??
+    ((d: Promise<unknown>) => {
+      d.catch(() => {});
+    });
+  const by = opts.actor ?? "http";
+  const route =
+    (fn: (c: Context, svc: ThreadService) => Promise<Response> | Response) =>
+    async (c: Context): Promise<Response> => {
+      try {
+        return await fn(c, service());
+      } catch (e) {
+        return fail(c, e);
+      }
+    };
+
+  app.get(
+    p,
+    route((c, svc) => {
+      const limit = c.req.query("limit");
+      const n = limit === undefined ? 50 : Number(limit);
+      if (!Number.isInteger(n) || n < 1 || n > 1000)
+        throw new RatchetError(
+          ErrorCode.InvalidValue,
+          `limit must be an integer from 1 to 1000 (got ${limit})`,
+          { field: "limit" },
+        );
+      const state = c.req.query("state");
+      return c.json({ threads: svc.list({ ...(state ? { state } : {}), limit: n }) });
+    }),
+  );
+  app.get(
+    `${p}/:id`,
+    route((c, svc) => c.json(svc.show(c.req.param("id") ?? ""))),
+  );
+  app.post(
+    p,
+    route(async (c, svc) => {
+      const b = await body(c, startBody);
+      const row = svc.create(b.goal, {
+        ...(b.project ? { project: b.project } : {}),
+        ...(b.model ? { model: b.model } : {}),
+      });
+      bg(svc.run(row.thread_id));
+      return c.json({ thread_id: row.thread_id, state: row.state }, 202);
+    }),
+  );
+  app.post(
+    `${p}/:id/resume`,
+    route(async (c, svc) => {
+      const id = c.req.param("id") ?? "";
+      const t = svc.threads.require(id);
+      if (!isResumable(t.state))
+        throw new RatchetError(ErrorCode.IllegalTransition, `thread ${id} is not resumable from ${t.state}`, {
+          threadId: id,
+        });
+      bg(svc.resume(id));
+      return c.json({ thread_id: id, state: t.state }, 202);
+    }),
+  );
+  for (const decision of ["approve", "deny"] as const) {
+    app.post(
+      `${p}/:id/${decision}`,
+      route(async (c, svc) => {
+        const id = c.req.param("id") ?? "";
+        const b = await body(c, decideBody);
+        const args = {
+          ...(b.approval_id ? { approvalId: b.approval_id } : {}),
+          ...(b.reason ? { reason: b.reason } : {}),
+          by,
+        };
+        const r =
+          decision === "approve"
+            ? svc.approve(id, { ...args, always: Boolean(b.always) })
+            : svc.deny(id, args);
+        if (!r.driven) bg(svc.resume(id));
+        return c.json({ approval: r.approval, resumed: !r.driven });
+      }),
+    );
+  }
+  app.post(
+    `${p}/:id/cancel`,
+    route(async (c, svc) => {
+      const b = await body(c, cancelBody);
+      return c.json({ thread: svc.cancel(c.req.param("id") ?? "", b.reason ?? "cancelled over HTTP") });
+    }),
+  );
+}

@@ -1,0 +1,314 @@
+/**
+ * The thread tables (migration 5): threads, messages and checkpoints here; actions, approvals,
+ * leases and grants in thread-store.ts. Every write runs inside `store.tx()` together with its
+ * event; {@link ThreadRecords.transition} is the only code that assigns a thread's state.
+ */
+import type { Statement } from "better-sqlite3";
+import { ErrorCode, RatchetError } from "../core/index.js";
+import type { SqliteStore } from "../store/index.js";
+import { ThreadEvent } from "./events.js";
+import { canTransition, isThreadState, type ThreadState } from "./states.js";
+
+export interface ThreadBudget {
+  max_tokens: number;
+  max_duration_ms: number;
+  max_cost_usd: number;
+  max_steps: number;
+}
+
+export interface ThreadRow {
+  thread_id: string;
+  goal: string;
+  project: string | null;
+  /** `conversation`, `mission:<name>`, `test`. */
+  kind: string;
+  parent_thread_id: string | null;
+  state: ThreadState;
+  model: string | null;
+  orchestrator_version: number | null;
+  step_count: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  /** JSON of {@link ThreadBudget}. */
+  budget: string;
+  final_result: string | null;
+  reason: string | null;
+  cancel_requested: number;
+  /** `<pid>@<host>` of the process driving it, or null. */
+  driver: string | null;
+  driver_heartbeat_ms: number | null;
+  started_ms: number | null;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+}
+
+export interface MessageRow {
+  id: number;
+  thread_id: string;
+  role: "user" | "assistant" | "tool" | "system";
+  content: string;
+  /** JSON array of `{id, name, args}` on assistant messages with tool calls. */
+  tool_calls: string | null;
+  call_id: string | null;
+  tool_name: string | null;
+  is_error: number;
+  created_at: string;
+}
+
+export interface CheckpointRow {
+  thread_id: string;
+  seq: number;
+  vm: Buffer;
+  call_name: string;
+  call_args: string;
+  answered: number;
+  answer: string | null;
+  script_state: string | null;
+  updated_at: string;
+}
+
+export type ThreadPatch = Partial<
+  Pick<
+    ThreadRow,
+    | "orchestrator_version"
+    | "final_result"
+    | "reason"
+    | "driver"
+    | "driver_heartbeat_ms"
+    | "started_ms"
+    | "cancel_requested"
+    | "model"
+  >
+>;
+
+/** Threads, their messages and checkpoints. Actions and approvals: {@link ThreadStore}. */
+export class ThreadRecords {
+  readonly #stmts = new Map<string, Statement>();
+
+  constructor(
+    readonly store: SqliteStore,
+    readonly now: () => string = () => new Date().toISOString(),
+  ) {}
+
+  sql(sql: string): Statement {
+    let s = this.#stmts.get(sql);
+    if (!s) {
+      s = this.store.db.prepare(sql);
+      this.#stmts.set(sql, s);
+    }
+    return s;
+  }
+
+  tx<T>(fn: () => T): T {
+    return this.store.tx(fn);
+  }
+
+  event(threadId: string, type: string, payload: Record<string, unknown> = {}): number {
+    return this.store.appendEvent({ entityKind: "thread", entityId: threadId, type, payload });
+  }
+
+  insertThread(row: ThreadRow): void {
+    this.tx(() => {
+      this.sql(
+        `INSERT INTO threads (thread_id, goal, project, kind, parent_thread_id, state, model, orchestrator_version, step_count,
+           input_tokens, output_tokens, cost_usd, budget, final_result, reason, cancel_requested, driver, driver_heartbeat_ms,
+           started_ms, created_at, updated_at, finished_at)
+         VALUES (@thread_id, @goal, @project, @kind, @parent_thread_id, @state, @model, @orchestrator_version, @step_count,
+           @input_tokens, @output_tokens, @cost_usd, @budget, @final_result, @reason, @cancel_requested, @driver, @driver_heartbeat_ms,
+           @started_ms, @created_at, @updated_at, @finished_at)`,
+      ).run(row);
+      this.event(row.thread_id, ThreadEvent.Created, {
+        goal: row.goal,
+        project: row.project,
+        kind: row.kind,
+        parent_thread_id: row.parent_thread_id,
+        state: row.state,
+      });
+    });
+  }
+
+  get(threadId: string): ThreadRow | undefined {
+    return this.sql("SELECT * FROM threads WHERE thread_id = ?").get(threadId) as ThreadRow | undefined;
+  }
+
+  /** @throws RatchetError `not_found` naming the thread. */
+  require(threadId: string): ThreadRow {
+    const t = this.get(threadId);
+    if (!t) throw new RatchetError(ErrorCode.NotFound, `thread ${threadId} not found`, { threadId });
+    return t;
+  }
+
+  list(q: { state?: string; kind?: string; limit?: number } = {}): ThreadRow[] {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    if (q.state) {
+      where.push("state = ?");
+      args.push(q.state);
+    }
+    if (q.kind) {
+      where.push("kind = ?");
+      args.push(q.kind);
+    }
+    const sql = `SELECT * FROM threads ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, thread_id DESC LIMIT ?`;
+    return this.store.db.prepare(sql).all(...args, q.limit ?? 50) as ThreadRow[];
+  }
+
+  nonTerminal(): ThreadRow[] {
+    return this.sql(
+      "SELECT * FROM threads WHERE state IN ('created', 'running', 'waiting', 'suspended')",
+    ).all() as ThreadRow[];
+  }
+
+  patch(threadId: string, p: ThreadPatch): void {
+    const keys = Object.keys(p);
+    if (keys.length === 0) return;
+    const set = keys.map((k) => `${k} = @${k}`).join(", ");
+    this.store.db
+      .prepare(`UPDATE threads SET ${set}, updated_at = @updated_at WHERE thread_id = @thread_id`)
+      .run({ ...p, updated_at: this.now(), thread_id: threadId });
+  }
+
+  /**
+   * The one guarded state change: checks the table, writes the row and `thread.state_changed` in
+   * one transaction. `expect` (optional) refuses when the stored state is not one of them.
+   * @throws RatchetError `illegal_transition` naming both states.
+   */
+  transition(
+    threadId: string,
+    to: ThreadState,
+    opts: { reason?: string | null; patch?: ThreadPatch; expect?: readonly ThreadState[] } = {},
+  ): ThreadRow {
+    return this.tx(() => {
+      const t = this.require(threadId);
+      if (!isThreadState(t.state))
+        throw new RatchetError(ErrorCode.Internal, `thread ${threadId} has state ${t.state}`);
+      if ((opts.expect && !opts.expect.includes(t.state)) || !canTransition(t.state, to)) {
+        throw new RatchetError(
+          ErrorCode.IllegalTransition,
+          `thread ${threadId} cannot move from ${t.state} to ${to}`,
+          { threadId, from: t.state, to },
+        );
+      }
+      const now = this.now();
+      const terminal = to === "done" || to === "failed" || to === "completed";
+      const reason = opts.reason === undefined ? t.reason : opts.reason;
+      this.patch(threadId, { ...opts.patch, reason });
+      this.sql(
+        "UPDATE threads SET state = ?, finished_at = COALESCE(?, finished_at) WHERE thread_id = ?",
+      ).run(to, terminal ? now : null, threadId);
+      this.event(threadId, ThreadEvent.StateChanged, {
+        from: t.state,
+        to,
+        reason: opts.reason ?? null,
+        project: t.project,
+        kind: t.kind,
+      });
+      return this.require(threadId);
+    });
+  }
+
+  addTokens(threadId: string, input: number, output: number, costUsd: number): void {
+    this.sql(
+      "UPDATE threads SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cost_usd = cost_usd + ?, updated_at = ? WHERE thread_id = ?",
+    ).run(input, output, costUsd, this.now(), threadId);
+  }
+
+  addStep(threadId: string): number {
+    this.sql("UPDATE threads SET step_count = step_count + 1, updated_at = ? WHERE thread_id = ?").run(
+      this.now(),
+      threadId,
+    );
+    return this.require(threadId).step_count;
+  }
+
+  // --- messages -------------------------------------------------------------------------------
+
+  addMessage(m: Omit<MessageRow, "id" | "created_at">): number {
+    return this.tx(() => {
+      const info = this.sql(
+        `INSERT INTO thread_messages (thread_id, role, content, tool_calls, call_id, tool_name, is_error, created_at)
+         VALUES (@thread_id, @role, @content, @tool_calls, @call_id, @tool_name, @is_error, @created_at)`,
+      ).run({ ...m, created_at: this.now() });
+      this.event(m.thread_id, ThreadEvent.Message, {
+        role: m.role,
+        call_id: m.call_id,
+        tool_name: m.tool_name,
+        is_error: m.is_error === 1,
+        chars: m.content.length,
+      });
+      return Number(info.lastInsertRowid);
+    });
+  }
+
+  messages(threadId: string): MessageRow[] {
+    return this.sql("SELECT * FROM thread_messages WHERE thread_id = ? ORDER BY id").all(
+      threadId,
+    ) as MessageRow[];
+  }
+
+  hasResult(threadId: string, callId: string): boolean {
+    return (
+      this.sql("SELECT 1 FROM thread_messages WHERE thread_id = ? AND role = 'tool' AND call_id = ?").get(
+        threadId,
+        callId,
+      ) !== undefined
+    );
+  }
+
+  /** Every tool call of the conversation without a result gets one: an error saying why it did not run. */
+  fillMissingResults(threadId: string, why: string): void {
+    const rows = this.messages(threadId);
+    const answered = new Set(rows.filter((m) => m.role === "tool").map((m) => m.call_id));
+    const open: { id: string; name: string }[] = [];
+    for (const m of rows) {
+      if (m.role !== "assistant" || m.tool_calls === null) continue;
+      for (const c of JSON.parse(m.tool_calls) as { id: string; name: string }[])
+        if (!answered.has(c.id)) open.push(c);
+    }
+    if (open.length === 0) return;
+    this.tx(() => {
+      for (const c of open) {
+        if (this.hasResult(threadId, c.id)) continue;
+        this.addMessage({
+          thread_id: threadId,
+          role: "tool",
+          content: why,
+          tool_calls: null,
+          call_id: c.id,
+          tool_name: c.name,
+          is_error: 1,
+        });
+      }
+    });
+  }
+
+  // --- checkpoints ----------------------------------------------------------------------------
+
+  saveCheckpoint(
+    c: Omit<CheckpointRow, "updated_at" | "script_state"> & { script_state?: string | null },
+  ): void {
+    this.sql(
+      `INSERT INTO thread_checkpoints (thread_id, seq, vm, call_name, call_args, answered, answer, script_state, updated_at)
+       VALUES (@thread_id, @seq, @vm, @call_name, @call_args, @answered, @answer, @script_state, @updated_at)
+       ON CONFLICT(thread_id) DO UPDATE SET seq = excluded.seq, vm = excluded.vm, call_name = excluded.call_name,
+         call_args = excluded.call_args, answered = excluded.answered, answer = excluded.answer,
+         script_state = COALESCE(excluded.script_state, thread_checkpoints.script_state), updated_at = excluded.updated_at`,
+    ).run({ script_state: null, ...c, updated_at: this.now() });
+  }
+
+  checkpoint(threadId: string): CheckpointRow | undefined {
+    return this.sql("SELECT * FROM thread_checkpoints WHERE thread_id = ?").get(threadId) as
+      | CheckpointRow
+      | undefined;
+  }
+
+  setScriptState(threadId: string, state: string): void {
+    this.sql("UPDATE thread_checkpoints SET script_state = ?, updated_at = ? WHERE thread_id = ?").run(
+      state,
+      this.now(),
+      threadId,
+    );
+  }
+}
