@@ -337,7 +337,7 @@ try {
   }
   ratchet(["runner", "status", join(ws, "runner-out"), "--tail-events", "3"]);
 
-  say("14. A thread: the orchestrator script runs in a sandbox; one tool call needs an approval");
+  say("16. A thread: the orchestrator script runs in a sandbox; one tool call needs an approval");
   // The policy asks a person before the built-in `echo` tool runs; the approval comes from a
   // second `ratchet` process while the first one waits with the VM paused and saved.
   const cfgPath = join(ws, ".ratchet", "config.json");

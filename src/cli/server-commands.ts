@@ -3,8 +3,11 @@
  * over the workspace, run until SIGINT/SIGTERM (or stdin closes), close.
  */
 import { resolve } from "node:path";
+import type { Hono } from "hono";
 import { ErrorCode, RatchetError } from "../core/index.js";
+import type { RouteGroup } from "../server/index.js";
 import { resolveWorkspace, SqliteStore } from "../store/index.js";
+import type { ThreadService } from "../threads/index.js";
 import type { GlobalOptions } from "./context.js";
 import { err, out } from "./io.js";
 
@@ -46,6 +49,30 @@ function untilSignal(): Promise<void> {
   });
 }
 
+/**
+ * Threads under `/api/threads` (src/threads/http.ts): reads open like every read, writes behind the
+ * server's token and read-only guard. The service shares the server's store.
+ */
+async function threadRouteGroup(workspaceDir: string): Promise<RouteGroup> {
+  const [{ registerThreadRoutes }, { threadServiceFor }] = await Promise.all([
+    import("../threads/http.js"),
+    import("./thread-commands.js"),
+  ]);
+  return (app, kit) => {
+    let svc: ThreadService | undefined;
+    const prefix = "/api/threads";
+    app.on("POST", [prefix, `${prefix}/*`], kit.write);
+    registerThreadRoutes(
+      app as unknown as Hono,
+      () => {
+        svc ??= threadServiceFor(kit.ctx.store, workspaceDir);
+        return svc;
+      },
+      { prefix, actor: "http" },
+    );
+  };
+}
+
 /** `ratchet serve`. */
 export async function serve(opts: ServeOptions): Promise<number> {
   const port = parsePort(opts.port);
@@ -54,6 +81,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
     throw new RatchetError(ErrorCode.Usage, "--token must be at least 16 characters", { field: "token" });
   const workspace = workspaceOf(opts);
   const { startServer, DEFAULT_PORT } = await import("../server/index.js");
+  const threadRoutes = await threadRouteGroup(workspace.dir);
   const host = opts.host ?? "127.0.0.1";
   if (!["127.0.0.1", "::1", "localhost"].includes(host))
     err(
@@ -67,6 +95,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
     readOnly: opts.readOnly === true,
     runnerDirs: (opts.runnerDir ?? []).map((d) => resolve(d)),
     workflows: (opts.workflow ?? []).map((w) => resolve(w)),
+    extraRoutes: [threadRoutes],
     ...(opts.quiet ? {} : { log: (line: string) => err(`ratchet serve: ${line}`) }),
   }).catch((e: NodeJS.ErrnoException) => {
     if (e.code === "EADDRINUSE" || e.code === "EACCES" || e.code === "EADDRNOTAVAIL")

@@ -26,16 +26,20 @@ export interface Opened {
   close(): void;
 }
 
-export function open(
-  globals: ThreadGlobals,
+/**
+ * The thread service of a workspace over an open store: its threads config, the model from flag >
+ * env > config, and (unless `withTools` is false) the tools of `.ratchet/config.json`. The CLI and
+ * `ratchet serve` both build it here.
+ */
+export function threadServiceFor(
+  store: SqliteStore,
+  workspaceDir: string,
   extra: Partial<ThreadServiceOptions> = {},
   opts: { withTools?: boolean } = {},
-): Opened {
-  const ws = resolveWorkspace({ ...(globals.db ? { db: globals.db } : {}) });
-  const store = SqliteStore.open(ws.dbPath, { create: Boolean(globals.db ?? process.env.RATCHET_DB) });
-  const config = loadThreadsConfig(ws.dir);
-  const bridge = opts.withTools === false ? undefined : loadWorkspaceBridgeConfig(ws.dir);
-  const svc = new ThreadService({
+): ThreadService {
+  const config = loadThreadsConfig(workspaceDir);
+  const bridge = opts.withTools === false ? undefined : loadWorkspaceBridgeConfig(workspaceDir);
+  return new ThreadService({
     store,
     config,
     model: (m) => createModelClient(compileModelOptions(m ? { flags: { model: m } } : {})),
@@ -44,7 +48,21 @@ export function open(
       : {}),
     ...extra,
   });
-  return { svc, store, close: () => store.close() };
+}
+
+export function open(
+  globals: ThreadGlobals,
+  extra: Partial<ThreadServiceOptions> = {},
+  opts: { withTools?: boolean } = {},
+): Opened {
+  const ws = resolveWorkspace({ ...(globals.db ? { db: globals.db } : {}) });
+  const store = SqliteStore.open(ws.dbPath, { create: Boolean(globals.db ?? process.env.RATCHET_DB) });
+  try {
+    return { svc: threadServiceFor(store, ws.dir, extra, opts), store, close: () => store.close() };
+  } catch (e) {
+    store.close();
+    throw e;
+  }
 }
 
 export function withService<T>(
