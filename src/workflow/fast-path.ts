@@ -74,6 +74,14 @@ export interface LearnedStepInput {
    * saved script; no contract check, nothing copied from `learnings/`, no metadata recorded.
    */
   workingCopy?: boolean;
+  /**
+   * Leave the `script_metadata.json` update to the caller: the result carries it as
+   * `recordMetadata` instead of it being written before this returns. A run writes it while the
+   * next step's script is running (see `whileRunning`), off the critical path.
+   */
+  deferMetadata?: boolean;
+  /** Called once the script's process has been started, while it runs (the run's deferred work). */
+  whileRunning?: () => void;
 }
 
 export interface LearnedStepResult {
@@ -100,6 +108,11 @@ export interface LearnedStepResult {
   nonZeroAccepted?: boolean;
   /** The script's own output (stdout and stderr as written, redacted), when it ran. */
   output?: string;
+  /**
+   * With `deferMetadata`: writes `script_metadata.json` and sets `metadataRecorded` or
+   * `metadataError`. Never throws.
+   */
+  recordMetadata?: () => void;
 }
 
 /** The result of a step whose script did not run (`log` defaults to the error). */
@@ -266,7 +279,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
       : `[write protection: ${wrapped.protection}]`;
 
   const started = clock.now();
-  const r: RunResult = await (input.runner ?? realProcessRunner).run({
+  const running = (input.runner ?? realProcessRunner).run({
     command: wrapped.command,
     args: wrapped.args,
     cwd: codeDir,
@@ -275,6 +288,8 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     maxCaptureBytes: STEP_MAX_CAPTURE_BYTES,
     ...(input.signal ? { signal: input.signal } : {}),
   });
+  input.whileRunning?.();
+  const r: RunResult = await running;
   const durationMs = r.durationMs;
   const output = redactor.redact(r.combined);
   const header = `${shownCmd}\n${protectionNote}\n`;
@@ -336,25 +351,29 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     output,
   };
   if (working) return result;
-  try {
-    recordScriptRun(savedDir, {
-      stepId: step.id,
-      scriptBytes,
-      success: c.success,
-      exitCode: r.exitCode,
-      durationMs: Math.round(durationMs),
-      groupName: input.groupName,
-      runFolder: relative(workflowHome(wf), outputDir),
-      failureReason: c.failureReason,
-      errorSummary: error,
-      locked: step.agent_configs.lock_code === true,
-      now: new Date(started + durationMs),
-    });
-    result.metadataRecorded = true;
-  } catch (e) {
-    result.metadataError = `script_metadata.json not updated: ${e instanceof Error ? e.message : String(e)}`;
-    result.log += `\n[${result.metadataError}]`;
-  }
+  const record = (): void => {
+    try {
+      recordScriptRun(savedDir, {
+        stepId: step.id,
+        scriptBytes,
+        success: c.success,
+        exitCode: r.exitCode,
+        durationMs: Math.round(durationMs),
+        groupName: input.groupName,
+        runFolder: relative(workflowHome(wf), outputDir),
+        failureReason: c.failureReason,
+        errorSummary: error,
+        locked: step.agent_configs.lock_code === true,
+        now: new Date(started + durationMs),
+      });
+      result.metadataRecorded = true;
+    } catch (e) {
+      result.metadataError = `script_metadata.json not updated: ${e instanceof Error ? e.message : String(e)}`;
+      result.log += `\n[${result.metadataError}]`;
+    }
+  };
+  if (input.deferMetadata) result.recordMetadata = record;
+  else record();
   return result;
 }
 

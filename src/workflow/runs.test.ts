@@ -251,4 +251,24 @@ describe("runWorkflow (fake process runner)", () => {
     // The run recorded its metadata next to the saved script, not in the copy.
     expect(existsSync(join(saved, "script_metadata.json"))).toBe(true);
   });
+
+  it("script_metadata.json is written while the next script runs, and a failed write is noted on its step", async () => {
+    const { wf, ctx, env, home, fx } = setup();
+    // fetch's metadata cannot be written (a folder where the file goes); report's can.
+    mkdirSync(join(home, "learnings", "fetch", "script_metadata.json"));
+    const runner = new FakeProcessRunner().on({ command: /python3$/ }, writes());
+    const report = await runWorkflow(ctx, wf, { env, runner });
+    expect(report.status).toBe("passed");
+    expect(report.steps.map((s) => [s.step_id, s.metadata_recorded])).toEqual([
+      ["fetch", false],
+      ["report", true],
+    ]);
+    expect(existsSync(join(home, "learnings", "report", "script_metadata.json"))).toBe(true);
+    const fetchLogs = fx.store
+      .logsOfStep(report.steps[0]!.ledger_step_id)
+      .map((l) => l.text)
+      .join("\n");
+    expect(fetchLogs).toContain("script_metadata.json not updated");
+    expect(runner.requests).toHaveLength(2);
+  });
 });

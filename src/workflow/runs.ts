@@ -235,6 +235,24 @@ export async function runWorkflow(
   const given = opts.bridge;
   const bridge: BridgeProvider = given ? async () => given : () => (runBridge as RunBridge).endpoint();
 
+  // The previous learned step's script_metadata.json update, done while the next script runs (or
+  // before anything else happens): it is off the critical path of the run but never skipped.
+  let deferred: { record: () => void; result: LearnedStepResult; report: StepReport } | undefined;
+  const flushDeferred = (): void => {
+    const d = deferred;
+    deferred = undefined;
+    if (!d) return;
+    d.record();
+    d.report.metadata_recorded = d.result.metadataRecorded;
+    if (d.result.metadataError) {
+      const note = `[${d.result.metadataError}]`;
+      ctx.store.tx(() => {
+        const row = ctx.store.getStep(d.report.ledger_step_id);
+        if (row) ctx.ledger.addLog(row, "run", note);
+      });
+    }
+  };
+
   try {
     for (const [i, id] of selected.entries()) {
       const step = byId.get(id) as WorkflowStep;
@@ -325,6 +343,8 @@ export async function runWorkflow(
           redactor,
           clock,
           review,
+          deferMetadata: true,
+          whileRunning: flushDeferred,
           ...(opts.signal ? { signal: opts.signal } : {}),
           ...(opts.runner ? { runner: opts.runner } : {}),
         });
@@ -357,6 +377,9 @@ export async function runWorkflow(
       };
       recordStep(ctx, runs, runId, report, log, leaseSeconds);
       reports.push(report);
+      // A step that did not start a script leaves nothing to overlap with: write now.
+      flushDeferred();
+      if (result.recordMetadata) deferred = { record: result.recordMetadata, result, report };
       opts.onProgress?.({ kind: "step_finished", step: report });
     }
   } catch (e) {
@@ -372,7 +395,11 @@ export async function runWorkflow(
     }
     throw e;
   } finally {
-    await runBridge?.close();
+    try {
+      flushDeferred();
+    } finally {
+      await runBridge?.close();
+    }
   }
 
   const failed = reports.filter((r) => r.outcome !== StepOutcome.Passed);

@@ -84,7 +84,9 @@ describe("threads over ratchet serve", () => {
       body: JSON.stringify({ goal: "append a line" }),
     });
     expect(refused.status).toBe(401);
-    expect((await (await fetch(`${url}/api/threads`)).json()).threads).toEqual([]);
+    expect(((await (await fetch(`${url}/api/threads`)).json()) as { threads: unknown[] }).threads).toEqual(
+      [],
+    );
 
     const started = await fetch(`${url}/api/threads`, {
       method: "POST",
