@@ -279,6 +279,10 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
       : `[write protection: ${wrapped.protection}]`;
 
   const started = clock.now();
+  // Our own signal too: when the caller's work during the run fails, the script is stopped before
+  // the error goes up (nothing keeps running unrecorded).
+  const stop = new AbortController();
+  const signal = input.signal ? AbortSignal.any([input.signal, stop.signal]) : stop.signal;
   const running = (input.runner ?? realProcessRunner).run({
     command: wrapped.command,
     args: wrapped.args,
@@ -286,9 +290,15 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     env,
     timeoutMs: input.timeoutSeconds * 1000,
     maxCaptureBytes: STEP_MAX_CAPTURE_BYTES,
-    ...(input.signal ? { signal: input.signal } : {}),
+    signal,
   });
-  input.whileRunning?.();
+  try {
+    input.whileRunning?.();
+  } catch (e) {
+    stop.abort();
+    await running;
+    throw e;
+  }
   const r: RunResult = await running;
   const durationMs = r.durationMs;
   const output = redactor.redact(r.combined);

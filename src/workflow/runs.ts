@@ -309,14 +309,22 @@ export async function runWorkflow(
         result = r;
         if (opts.signal?.aborted) cancelled = true;
       } else {
-        ctx.store.tx(() => {
-          ctx.ledger.start({
-            step_id: ledgerStepId,
-            agent_input: `fast path: saved script of step ${id}`,
-            lease_seconds: leaseSeconds,
+        // The step is marked started in the ledger as soon as its script's process exists (or,
+        // when no script starts, just before it is closed): the write happens while the script
+        // boots instead of before it.
+        let started = false;
+        const markStarted = (): void => {
+          if (started) return;
+          started = true;
+          ctx.store.tx(() => {
+            ctx.ledger.start({
+              step_id: ledgerStepId,
+              agent_input: `fast path: saved script of step ${id}`,
+              lease_seconds: leaseSeconds,
+            });
+            runs.startStep(runId, id, { fast_path: true });
           });
-          runs.startStep(runId, id, { fast_path: true });
-        });
+        };
         if (isOrchestrator(step))
           orchestrator = {
             workflow: wf,
@@ -344,10 +352,14 @@ export async function runWorkflow(
           clock,
           review,
           deferMetadata: true,
-          whileRunning: flushDeferred,
+          whileRunning: () => {
+            markStarted();
+            flushDeferred();
+          },
           ...(opts.signal ? { signal: opts.signal } : {}),
           ...(opts.runner ? { runner: opts.runner } : {}),
         });
+        markStarted();
         if (orchestrator) {
           tokens = orchestrator.tokens;
           if (orchestrator.log.length > 0)
