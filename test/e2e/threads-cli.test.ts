@@ -74,7 +74,11 @@ describe("ratchet thread (e2e)", () => {
     });
     const waiting = startRatchet(["thread", "start", "append a line after echoing"], { cwd: ws.dir, env });
     await waitFor(
-      () => existsSync(ws.dbPath) && threadRow(ws)?.state === "waiting",
+      // The state is written before the line is printed: wait for both.
+      () =>
+        existsSync(ws.dbPath) &&
+        threadRow(ws)?.state === "waiting" &&
+        waiting.stdoutSoFar().includes("approval needed: append"),
       "the thread to wait for approval",
     );
     expect(waiting.stdoutSoFar()).toContain("approval needed: append");
