@@ -82,6 +82,8 @@ export interface LearnedStepInput {
   deferMetadata?: boolean;
   /** Called once the script's process has been started, while it runs (the run's deferred work). */
   whileRunning?: () => void;
+  /** The step prepared ahead ({@link prepareLearnedStep}); prepared here when absent. */
+  prepared?: Promise<PreparedStep | LearnedStepResult>;
 }
 
 export interface LearnedStepResult {
@@ -174,10 +176,27 @@ function formatFindings(r: ReviewReport): string {
     .join("\n");
 }
 
-/** Runs one `learn_code` step's saved script. Never throws for a failure of the step itself. */
-export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedStepResult> {
-  const { workflow: wf, step, redactor } = input;
-  const clock = input.clock ?? systemClock;
+/** A learned step made ready to run: reviewed, copied into `code/`, its output folder clean. */
+export interface PreparedStep {
+  kind: "prepared";
+  saved: SavedScript;
+  scriptName: string;
+  scriptBytes: Buffer;
+  report: ReviewReport;
+  outputDir: string;
+  codeDir: string;
+}
+
+/**
+ * Everything before the script starts: find the script, check its contract, review it, then give it
+ * a fresh working copy and a clean output folder. Returns the step's result instead when it cannot
+ * run (missing script, changed contract, blocked review). A run prepares the next step this way
+ * while the current step's script runs.
+ */
+export async function prepareLearnedStep(
+  input: Pick<LearnedStepInput, "workflow" | "step" | "runId" | "workingCopy" | "review">,
+): Promise<PreparedStep | LearnedStepResult> {
+  const { workflow: wf, step } = input;
   const savedDir = learningsDir(wf, step.id);
   const working = input.workingCopy === true;
   const saved: SavedScript | undefined = working
@@ -224,6 +243,18 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   cleanExcept(outputDir, codeDir);
   if (!working) copySavedFolder(savedDir, codeDir);
   copyHelper(saved.language, codeDir);
+  return { kind: "prepared", saved, scriptName, scriptBytes, report, outputDir, codeDir };
+}
+
+/** Runs one `learn_code` step's saved script. Never throws for a failure of the step itself. */
+export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedStepResult> {
+  const { workflow: wf, step, redactor } = input;
+  const clock = input.clock ?? systemClock;
+  const savedDir = learningsDir(wf, step.id);
+  const working = input.workingCopy === true;
+  const ready = await (input.prepared ?? prepareLearnedStep(input));
+  if (!("kind" in ready)) return ready;
+  const { saved, scriptName, scriptBytes, report, outputDir, codeDir } = ready;
 
   // 3. The interpreter, the tool bridge, the command line under write protection.
   const baseEnv = input.baseEnv ?? process.env;

@@ -4,7 +4,7 @@
  * recorded. The real processes (python3, node, bwrap) are covered by test/e2e/workflow-runs.test.ts.
  */
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import type { RunRequest } from "../exec/index.js";
 import { FakeProcessRunner } from "../testing/fake-process-runner.js";
@@ -270,5 +270,24 @@ describe("runWorkflow (fake process runner)", () => {
       .join("\n");
     expect(fetchLogs).toContain("script_metadata.json not updated");
     expect(runner.requests).toHaveLength(2);
+  });
+
+  it("the next step is prepared while a script runs; when it is skipped after all, no folder of it is left", async () => {
+    const { wf, ctx, env, home } = setup();
+    const seen: boolean[] = [];
+    const runner = new FakeProcessRunner().on({ command: /python3$/ }, async (req) => {
+      // While fetch runs, report (the next step) gets its working copy.
+      const reportCode = join(dirname(dirname(req.cwd as string)), "report", "code", "main.py");
+      const deadline = Date.now() + 5_000;
+      while (!existsSync(reportCode) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+      seen.push(existsSync(reportCode));
+      return { exitCode: 1, stderr: "boom\n" };
+    });
+    const report = await runWorkflow(ctx, wf, { env, runner });
+    expect(report.status).toBe("failed");
+    expect(report.steps.map((s) => s.outcome)).toEqual(["execution_and_validation_failed", "skipped"]);
+    expect(seen).toEqual([true]);
+    expect(existsSync(join(home, "execution", report.run_id, "report"))).toBe(false);
+    expect(existsSync(join(home, "execution", report.run_id, "fetch", "code", "main.py"))).toBe(true);
   });
 });

@@ -7,6 +7,7 @@
  * one tool bridge per run (run-bridge.ts), started when the first script is about to run and closed
  * when the run ends, however it ends.
  */
+import { rmSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import type { BridgeConfig } from "../bridge/index.js";
@@ -20,6 +21,8 @@ import {
   type BridgeProvider,
   type LearnedStepResult,
   notRun,
+  type PreparedStep,
+  prepareLearnedStep,
   savedLanguage,
 } from "./fast-path.js";
 import { failOpenSteps, recoverInterruptedRuns } from "./interrupt.js";
@@ -253,16 +256,42 @@ export async function runWorkflow(
     }
   };
 
+  // The next learned step, prepared (reviewed, copied) while the current script runs.
+  let prefetch: { id: string; ready: Promise<PreparedStep | LearnedStepResult> } | undefined;
+  const prepareNext = (i: number): void => {
+    const next = selected[i + 1];
+    if (next === undefined || cancelled || opts.signal?.aborted) return;
+    const nextStep = byId.get(next) as WorkflowStep;
+    if (modes.get(next) !== ExecutionMode.LearnCode || isOrchestrator(nextStep)) return;
+    const ready = prepareLearnedStep({ workflow: wf, step: nextStep, runId, review });
+    ready.catch(() => {}); // awaited (and reported) when the step's turn comes
+    prefetch = { id: next, ready };
+  };
+  /** A prepared step that will not run after all (skipped, cancelled): leave no folder behind. */
+  const discardPrefetch = async (): Promise<void> => {
+    const p = prefetch;
+    prefetch = undefined;
+    if (!p) return;
+    const ready = await p.ready.catch(() => undefined);
+    if (ready && "kind" in ready) rmSync(ready.outputDir, { recursive: true, force: true });
+  };
+
   try {
     for (const [i, id] of selected.entries()) {
       const step = byId.get(id) as WorkflowStep;
       const mode = modes.get(id) as ExecutionMode;
       const ledgerStepId = ledgerIds[i] as string;
       opts.onProgress?.({ kind: "step_started", step_id: id, mode });
+      const prepared = prefetch?.id === id ? prefetch.ready : undefined;
+      if (prepared) prefetch = undefined;
 
       let result: LearnedStepResult;
       let tokens = 0;
       const deps = dependencyDirs(wf, runId, step, selected, outcomeOf, runs);
+      if (prepared && (cancelled || opts.signal?.aborted || "blocked" in deps)) {
+        prefetch = { id, ready: prepared };
+        await discardPrefetch();
+      }
       if (cancelled || opts.signal?.aborted) {
         cancelled = true;
         result = notRun(StepOutcome.Skipped, "the run was cancelled before this step started");
@@ -355,7 +384,9 @@ export async function runWorkflow(
           whileRunning: () => {
             markStarted();
             flushDeferred();
+            prepareNext(i);
           },
+          ...(prepared ? { prepared } : {}),
           ...(opts.signal ? { signal: opts.signal } : {}),
           ...(opts.runner ? { runner: opts.runner } : {}),
         });
@@ -409,6 +440,7 @@ export async function runWorkflow(
   } finally {
     try {
       flushDeferred();
+      await discardPrefetch();
     } finally {
       await runBridge?.close();
     }

@@ -73,6 +73,9 @@ describe("ratchet thread (e2e)", () => {
       ],
     });
     const waiting = startRatchet(["thread", "start", "append a line after echoing"], { cwd: ws.dir, env });
+    cleanups.push(() => {
+      if (waiting.child.exitCode === null && waiting.child.signalCode === null) waiting.child.kill("SIGKILL");
+    });
     await waitFor(
       // The state is written before the line is printed: wait for both.
       () =>
@@ -129,6 +132,9 @@ describe("ratchet thread (e2e)", () => {
       ],
     });
     const running = startRatchet(["thread", "start", "add one and two"], { cwd: ws.dir, env });
+    cleanups.push(() => {
+      if (running.child.exitCode === null && running.child.signalCode === null) running.child.kill("SIGKILL");
+    });
     await waitFor(
       () =>
         existsSync(ws.dbPath) &&
