@@ -9,6 +9,7 @@ export {
   RatchetError,
   toRatchetError,
 } from "./errors.js";
+export { lazyBuiltin } from "./lazy-builtin.js";
 export {
   DEFAULT_LEASE_SECONDS,
   DEFAULT_MAX_REVISIONS,

@@ -6,7 +6,7 @@
 
 import type { ChildProcess } from "node:child_process";
 import { closeSync, openSync, writeSync } from "node:fs";
-import { createRequire } from "node:module";
+import { lazyBuiltin } from "../core/index.js";
 import { HeadTailCapture } from "./capture.js";
 import { POST_KILL_WAIT_MS, STREAM_CLOSE_GRACE_MS } from "./limits.js";
 import {
@@ -28,14 +28,8 @@ import {
 } from "./run-request.js";
 import type { ProcessRunner, RunRequest, RunResult } from "./types.js";
 
-// node:child_process (with net, dgram and the stream stack behind it) is loaded on the first spawn,
-// not at import: most ledger CLI writes never spawn, and loading it costs a few milliseconds.
-const requireBuiltin = createRequire(import.meta.url);
-let childProcessModule: typeof import("node:child_process") | undefined;
-function childProcess(): typeof import("node:child_process") {
-  childProcessModule ??= requireBuiltin("node:child_process") as typeof import("node:child_process");
-  return childProcessModule;
-}
+// Loaded on the first spawn: most ledger CLI writes never spawn.
+const childProcess = lazyBuiltin<typeof import("node:child_process")>("node:child_process");
 
 /** Appends all of `chunk` to `fd`. */
 function writeAll(fd: number, chunk: Uint8Array): void {

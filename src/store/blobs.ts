@@ -8,17 +8,11 @@ import {
   renameSync,
   writeSync,
 } from "node:fs";
-import { createRequire } from "node:module";
 import { join } from "node:path";
-import { ErrorCode, RatchetError } from "../core/index.js";
+import { ErrorCode, lazyBuiltin, RatchetError } from "../core/index.js";
 
 // node:crypto is loaded when a blob is first written: most ledger CLI writes store none.
-const requireBuiltin = createRequire(import.meta.url);
-let cryptoModule: typeof import("node:crypto") | undefined;
-function crypto(): typeof import("node:crypto") {
-  cryptoModule ??= requireBuiltin("node:crypto") as typeof import("node:crypto");
-  return cryptoModule;
-}
+const crypto = lazyBuiltin<typeof import("node:crypto")>("node:crypto");
 
 const HASH_RE = /^[0-9a-f]{64}$/;
 

@@ -268,11 +268,8 @@ export async function runWorkflow(
     prefetch = { id: next, ready };
   };
   /** A prepared step that will not run after all (skipped, cancelled): leave no folder behind. */
-  const discardPrefetch = async (): Promise<void> => {
-    const p = prefetch;
-    prefetch = undefined;
-    if (!p) return;
-    const ready = await p.ready.catch(() => undefined);
+  const discard = async (ahead: Promise<PreparedStep | LearnedStepResult> | undefined): Promise<void> => {
+    const ready = await ahead?.catch(() => undefined);
     if (ready && "kind" in ready) rmSync(ready.outputDir, { recursive: true, force: true });
   };
 
@@ -288,10 +285,25 @@ export async function runWorkflow(
       let result: LearnedStepResult;
       let tokens = 0;
       const deps = dependencyDirs(wf, runId, step, selected, outcomeOf, runs);
-      if (prepared && (cancelled || opts.signal?.aborted || "blocked" in deps)) {
-        prefetch = { id, ready: prepared };
-        await discardPrefetch();
-      }
+      /** What a model-driven step and a learned step are both run with. */
+      const stepInput = (dirs: readonly string[]) => ({
+        workflow: wf,
+        step,
+        runId,
+        dependencyDirs: dirs,
+        variables,
+        secrets,
+        bridge,
+        baseEnv: env,
+        timeoutSeconds,
+        groupName: opts.group ?? null,
+        sandbox,
+        redactor,
+        clock,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+        ...(opts.runner ? { runner: opts.runner } : {}),
+      });
+      if (cancelled || opts.signal?.aborted || "blocked" in deps) await discard(prepared);
       if (cancelled || opts.signal?.aborted) {
         cancelled = true;
         result = notRun(StepOutcome.Skipped, "the run was cancelled before this step started");
@@ -316,24 +328,7 @@ export async function runWorkflow(
           runs.startStep(runId, id, { fast_path: false });
         });
         const modelSteps = opts.modelSteps as ModelStepRunner;
-        const r = await modelSteps.runStep({
-          workflow: wf,
-          step,
-          mode,
-          runId,
-          dependencyDirs: deps.dirs,
-          variables,
-          secrets,
-          bridge,
-          baseEnv: env,
-          timeoutSeconds,
-          groupName: opts.group ?? null,
-          sandbox,
-          redactor,
-          clock,
-          ...(opts.signal ? { signal: opts.signal } : {}),
-          ...(opts.runner ? { runner: opts.runner } : {}),
-        });
+        const r = await modelSteps.runStep({ ...stepInput(deps.dirs), mode });
         tokens = r.tokens;
         result = r;
         if (opts.signal?.aborted) cancelled = true;
@@ -366,19 +361,7 @@ export async function runWorkflow(
             ...(opts.signal ? { signal: opts.signal } : {}),
           };
         result = await runLearnedStepSafely({
-          workflow: wf,
-          step,
-          runId,
-          dependencyDirs: deps.dirs,
-          variables,
-          secrets,
-          bridge,
-          baseEnv: env,
-          timeoutSeconds,
-          groupName: opts.group ?? null,
-          sandbox,
-          redactor,
-          clock,
+          ...stepInput(deps.dirs),
           review,
           deferMetadata: true,
           whileRunning: () => {
@@ -387,8 +370,6 @@ export async function runWorkflow(
             prepareNext(i);
           },
           ...(prepared ? { prepared } : {}),
-          ...(opts.signal ? { signal: opts.signal } : {}),
-          ...(opts.runner ? { runner: opts.runner } : {}),
         });
         markStarted();
         if (orchestrator) {
@@ -440,7 +421,7 @@ export async function runWorkflow(
   } finally {
     try {
       flushDeferred();
-      await discardPrefetch();
+      await discard(prefetch?.ready);
     } finally {
       await runBridge?.close();
     }
