@@ -2,7 +2,8 @@
 //  A generated 50-step workflow of trivial learned scripts (each writes one small JSON output):
 //  the whole `ratchet run` (one CLI process: review, copy, sandbox, validation, metadata, ledger,
 //  run tables) divided by 50 bare `python3 -B main.py` runs measured in this process.
-//  Target: ≤ 1.25. Also reported: per-step overhead in ms, with and without the sandbox.
+//  Target: ≤ 1.25. Also reported: per-step overhead in ms, with and without the sandbox, and the
+//  ratio when scripts run under bubblewrap instead of ratchet-confine (Landlock).
 import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -81,10 +82,13 @@ ratchetRun({});
 const bareMs = [];
 const sandboxedMs = [];
 const plainMs = [];
+const bwrapMs = [];
+const bwrapWorks = spawnSync("bwrap", ["--ro-bind", "/", "/", "true"]).status === 0;
 for (let i = 0; i < ROUNDS; i++) {
   bareMs.push(bare());
   sandboxedMs.push(ratchetRun({}));
   plainMs.push(ratchetRun({ RATCHET_SANDBOX: "off" }));
+  if (bwrapWorks) bwrapMs.push(ratchetRun({ RATCHET_SANDBOX: "bubblewrap" }));
 }
 const base = median(bareMs);
 const withSandbox = median(sandboxedMs);
@@ -108,6 +112,7 @@ report("fastpath", {
   "ratchet run, RATCHET_SANDBOX=off (ms, median)": without,
   "ratio sandboxed / bare": ratio,
   "ratio unsandboxed / bare": without / base,
+  "ratio under bubblewrap / bare": bwrapWorks ? median(bwrapMs) / base : "bwrap unavailable",
   "per-step overhead, sandboxed (ms)": (withSandbox - base) / STEPS,
   "per-step overhead, unsandboxed (ms)": (without - base) / STEPS,
   [`target ratio <= ${TARGET}`]: ratio <= TARGET ? "met" : "MISSED",

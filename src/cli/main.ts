@@ -298,7 +298,7 @@ function addRunCommands(
   program
     .command("doctor")
     .description(
-      "check node, python3, git and bwrap, and the write protection scripts get (exit 8 when python3 or git is missing)",
+      "check node, python3, git, ratchet-confine and bwrap, and the write protection scripts get (exit 8 when python3 or git is missing)",
     )
     .option("--json", "machine-readable output")
     .action(act(async (o: { json?: boolean }) => (await rc()).cmdDoctor(o)));

@@ -1,10 +1,11 @@
 /**
  * `ratchet doctor`: the tools runs need and the write protection this machine gives scripts.
- * Required: python3 (learned scripts) and git (the runner). Optional: bwrap (write scope for Python).
+ * Required: python3 (learned scripts) and git (the runner). Optional: ratchet-confine (built by
+ * `npm run build`; Landlock write scope for Python) and bwrap (bubblewrap, the fallback).
  */
 import { buildEnv, type ProcessRunner, realProcessRunner } from "../exec/index.js";
 import { PROBE_TIMEOUT_MS } from "./run-limits.js";
-import { detectSandbox, findExecutable, type SandboxInfo } from "./sandbox.js";
+import { CONFINE_FILE, detectSandbox, findConfine, findExecutable, type SandboxInfo } from "./sandbox.js";
 
 export interface ToolReport {
   name: string;
@@ -24,15 +25,14 @@ export interface DoctorReport {
 
 async function tool(
   name: string,
+  path: string | undefined,
   versionArgs: string[],
   required: boolean,
   note: string,
   env: NodeJS.ProcessEnv,
   runner: ProcessRunner,
 ): Promise<ToolReport> {
-  const path = findExecutable(name, env.PATH);
-  if (!path)
-    return { name, required, found: false, path: null, version: null, note: `not found on PATH: ${note}` };
+  if (!path) return { name, required, found: false, path: null, version: null, note: `not found: ${note}` };
   const r = await runner.run({
     command: path,
     args: versionArgs,
@@ -50,6 +50,7 @@ export async function doctor(
 ): Promise<DoctorReport> {
   const env = opts.env ?? process.env;
   const runner = opts.runner ?? realProcessRunner;
+  const onPath = (name: string): string | undefined => findExecutable(name, env.PATH);
   const node: ToolReport = {
     name: "node",
     required: true,
@@ -60,9 +61,34 @@ export async function doctor(
   };
   const tools = [
     node,
-    await tool("python3", ["--version"], true, "runs learned main.py scripts", env, runner),
-    await tool("git", ["--version"], true, "the runner's worktrees", env, runner),
-    await tool("bwrap", ["--version"], false, "bubblewrap: write scope for Python scripts", env, runner),
+    await tool(
+      "python3",
+      onPath("python3"),
+      ["--version"],
+      true,
+      "runs learned main.py scripts",
+      env,
+      runner,
+    ),
+    await tool("git", onPath("git"), ["--version"], true, "the runner's worktrees", env, runner),
+    await tool(
+      CONFINE_FILE,
+      findConfine(),
+      ["--probe"],
+      false,
+      "Landlock write scope for Python scripts (built by `npm run build` with a C compiler)",
+      env,
+      runner,
+    ),
+    await tool(
+      "bwrap",
+      onPath("bwrap"),
+      ["--version"],
+      false,
+      "bubblewrap: write scope for Python scripts",
+      env,
+      runner,
+    ),
   ];
   const write_protection = await detectSandbox({ env, runner, refresh: true });
   return { ok: tools.every((t) => !t.required || t.found), tools, write_protection };

@@ -11,7 +11,17 @@
  * python3 missing, bubblewrap failing, the tool bridge not starting — or the run was cancelled:
  * nothing is recorded against the script).
  */
-import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { helperFiles, JAVASCRIPT_HELPER_FILE, PYTHON_HELPER_FILE } from "../bridge/helper-files.js";
 import { type Clock, type Redactor, systemClock } from "../core/index.js";
@@ -29,7 +39,7 @@ import {
 import { recordScriptRun, SCRIPT_METADATA_FILE } from "./metadata.js";
 import { classifyScriptRun, describeScriptFailure, type FailureReason } from "./outcomes.js";
 import { ERROR_MAX_ISSUES, ERROR_TAIL_BYTES, STEP_MAX_CAPTURE_BYTES } from "./run-limits.js";
-import { findExecutable, isBwrapSetupFailure, type SandboxInfo, wrapCommand } from "./sandbox.js";
+import { findExecutable, isSandboxSetupFailure, type SandboxInfo, wrapCommand } from "./sandbox.js";
 import { StepOutcome, type ValidationResult, type Workflow, type WorkflowStep } from "./types.js";
 import { validateOutputs } from "./validation.js";
 
@@ -276,6 +286,14 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     );
     return notRun(StepOutcome.HarnessFailed, error, `${shownCmd}\n${error}`);
   }
+  // Under Landlock /tmp stays read-only: the script gets a private TMPDIR, removed after it ends.
+  const tmpDir =
+    saved.language === "python" && input.sandbox.python === "landlock"
+      ? mkdtempSync(join(tmpdir(), "ratchet-step-"))
+      : undefined;
+  const dropTmp = (): void => {
+    if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
+  };
   const env = buildEnv({
     inherit: "minimal",
     base: baseEnv,
@@ -283,6 +301,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
       ...input.variables,
       ...input.secrets,
       ...(bridge ? { MCP_API_URL: bridge.url, MCP_API_TOKEN: bridge.token } : {}),
+      ...(tmpDir ? { TMPDIR: tmpDir } : {}),
       PYTHONDONTWRITEBYTECODE: "1",
       // Keeps stdout and stderr in the order the script wrote them in the captured log.
       PYTHONUNBUFFERED: "1",
@@ -301,6 +320,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
       outputDir,
       // The interpreter's folder too: a python3 installed under /tmp must stay visible in the sandbox.
       readDirs: [workflowHome(wf), ...input.dependencyDirs, dirname(interpreter)],
+      ...(tmpDir ? { tmpDir } : {}),
     },
     input.sandbox,
   );
@@ -328,15 +348,17 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   } catch (e) {
     stop.abort();
     await running;
+    dropTmp();
     throw e;
   }
   const r: RunResult = await running;
+  dropTmp();
   const durationMs = r.durationMs;
   const output = redactor.redact(r.combined);
   const header = `${shownCmd}\n${protectionNote}\n`;
 
   // 4. Harness failures and cancellations are not the script's: nothing recorded against it.
-  if (r.spawnError || isBwrapSetupFailure(wrapped.protection, r.exitCode, r.stderr) || r.cancelled) {
+  if (r.spawnError || isSandboxSetupFailure(wrapped.protection, r.exitCode, r.stderr) || r.cancelled) {
     const why = r.spawnError
       ? r.spawnError.message
       : r.cancelled

@@ -1,9 +1,9 @@
 /**
  * `runWorkflow` in process, with the fake process runner: the script's environment and command
  * line, outcomes the real runner only produces rarely (time-outs, exceptions), and what is
- * recorded. The real processes (python3, node, bwrap) are covered by test/e2e/workflow-runs.test.ts.
+ * recorded. The real processes (python3, node, ratchet-confine, bwrap) are covered by test/e2e/workflow-runs.test.ts.
  */
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import type { RunRequest } from "../exec/index.js";
@@ -81,6 +81,38 @@ describe("runWorkflow (fake process runner)", () => {
     expect(fetch?.env).not.toHaveProperty("RATCHET_SANDBOX");
     expect(rep?.args).toEqual(["-B", "main.py", out]);
     expect(fetch?.timeoutMs).toBe(600_000);
+  });
+
+  it("under Landlock a script gets a private TMPDIR it may write to, removed when the script ends", async () => {
+    const { wf, ctx, env } = setup();
+    const tmpDirs: string[] = [];
+    const runner = new FakeProcessRunner()
+      .on({ command: /ratchet-confine$/, args: ["--probe"] }, { stdout: "landlock abi 7\n" })
+      .on({ command: /ratchet-confine$/ }, (req) => {
+        const tmp = req.env?.TMPDIR as string;
+        tmpDirs.push(tmp);
+        expect(statSync(tmp).isDirectory()).toBe(true);
+        const out = req.env?.STEP_OUTPUT_DIR as string;
+        expect(req.args?.slice(0, 7)).toEqual([
+          "--write",
+          out,
+          "--write",
+          tmp,
+          "--write-file",
+          "/dev/null",
+          "--",
+        ]);
+        expect(req.args?.slice(8)).toEqual(expect.arrayContaining(["-B", "main.py"]));
+        writeFileSync(join(tmp, "scratch"), "x");
+        return writes()(req);
+      });
+    const report = await runWorkflow(ctx, wf, { env: { ...env, RATCHET_SANDBOX: "landlock" }, runner });
+    expect(report.status, JSON.stringify(report.steps)).toBe("passed");
+    expect(report.write_protection.python).toBe("landlock");
+    expect(report.steps.map((s) => s.write_protection)).toEqual(["landlock", "landlock"]);
+    expect(tmpDirs).toHaveLength(2);
+    expect(new Set(tmpDirs).size).toBe(2);
+    for (const t of tmpDirs) expect(existsSync(t)).toBe(false);
   });
 
   it("a time-out (with no output) is an execution and validation failure naming the limit; the dependent step is skipped", async () => {

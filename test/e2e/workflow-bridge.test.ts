@@ -1,6 +1,6 @@
 /**
  * Learned scripts calling tools through the run's tool bridge, driven through the BUILT `ratchet`
- * CLI with real processes: python3 (under bubblewrap where it works), node (under its permission
+ * CLI with real processes: python3 (under Landlock or bubblewrap where they work), node (under its permission
  * model), the real fixture MCP server test/fixtures/mcp/echo-server.mjs and a custom command tool,
  * both declared in the test workspace's `.ratchet/config.json`. Fixtures: test/fixtures/workflows/bridge/.
  */
@@ -144,7 +144,7 @@ describe("scripts call tools through the run's bridge", () => {
       tokens: 0,
       error: null,
     });
-    // Under bubblewrap where it works: the sandbox keeps loopback reachable.
+    // Under Landlock or bubblewrap where they work: the sandbox keeps loopback reachable.
     expect(run.steps[0]?.write_protection).toBe(run.write_protection.python);
     const out = join(wf, "execution", run.run_id, "py-add");
     const result = readJson(join(out, "result.json"));

@@ -1,6 +1,6 @@
 /**
  * Workflow runs driven through the BUILT `ratchet` CLI with real processes: python3, node and
- * bubblewrap. Fixtures (workflow files and saved scripts) live in test/fixtures/workflows/ and are
+ * ratchet-confine or bubblewrap. Fixtures (workflow files and saved scripts) live in test/fixtures/workflows/ and are
  * copied into a temp workspace per test, because runs write `execution/` and `script_metadata.json`
  * beside the workflow.
  */
@@ -95,6 +95,9 @@ function metadata(wfDir: string, step: string): Record<string, unknown> | undefi
   const p = join(wfDir, "learnings", step, "script_metadata.json");
   return existsSync(p) ? (JSON.parse(readFileSync(p, "utf8")) as Record<string, unknown>) : undefined;
 }
+
+/** Whether the built ratchet-confine can confine a script on this kernel (the same probe Ratchet runs). */
+const landlockWorks = spawnSync(join(ROOT, "dist", "native", "ratchet-confine"), ["--probe"]).status === 0;
 
 /** Whether bubblewrap can start a sandbox on this machine (the same probe Ratchet runs). */
 const bwrapWorks =
@@ -450,16 +453,28 @@ describe("write scope", () => {
     const r = await ws.run(["run", wf, "--var", `target=${wf}`, "--json"]);
     const run = json<RunJson>(r);
     const steps = byStep(run.steps);
-    if (run.write_protection.python === "bubblewrap") {
+    if (run.write_protection.python !== "none") {
       expect(steps["escape-py"]?.outcome).not.toBe("passed");
-      expect(steps["escape-py"]?.write_protection).toBe("bubblewrap");
-      expect(steps["escape-py"]?.error).toMatch(/Read-only file system/);
+      expect(steps["escape-py"]?.write_protection).toBe(run.write_protection.python);
+      expect(steps["escape-py"]?.error).toMatch(/Read-only file system|Permission denied/);
       expect(existsSync(join(wf, "escaped-py.txt"))).toBe(false);
     } else {
       console.warn(
-        `write scope for Python not tested: bubblewrap is unavailable (${run.write_protection.reason})`,
+        `write scope for Python not tested: no launcher works here (${run.write_protection.reason})`,
       );
-      expect(bwrapWorks).toBe(false);
+      expect(bwrapWorks || landlockWorks).toBe(false);
+    }
+    expect(run.write_protection.python).toBe(landlockWorks ? "landlock" : bwrapWorks ? "bubblewrap" : "none");
+    // The other launcher, chosen on purpose, refuses the write the same way.
+    const only = landlockWorks ? "bubblewrap" : "landlock";
+    if (only === "bubblewrap" ? bwrapWorks : landlockWorks) {
+      const o = await ws.run(["run", wf, "--var", `target=${wf}`, "--json"], {
+        env: { RATCHET_SANDBOX: only },
+      });
+      const oSteps = byStep(json<RunJson>(o).steps);
+      expect(oSteps["escape-py"]?.write_protection).toBe(only);
+      expect(oSteps["escape-py"]?.outcome).not.toBe("passed");
+      expect(existsSync(join(wf, "escaped-py.txt"))).toBe(false);
     }
     if (run.write_protection.javascript === "node-permission") {
       expect(steps["escape-js"]?.outcome).not.toBe("passed");
@@ -694,8 +709,10 @@ describe("run-saved, runs, evidence, config, doctor", () => {
       write_protection: { python: string };
     }>(r);
     expect(report.ok).toBe(true);
-    expect(report.tools.map((t) => t.name)).toEqual(["node", "python3", "git", "bwrap"]);
-    expect(report.write_protection.python).toBe(bwrapWorks ? "bubblewrap" : "none");
+    expect(report.tools.map((t) => t.name)).toEqual(["node", "python3", "git", "ratchet-confine", "bwrap"]);
+    expect(report.write_protection.python).toBe(
+      landlockWorks ? "landlock" : bwrapWorks ? "bubblewrap" : "none",
+    );
     const text = await ws.run(["doctor"]);
     expect(text.stdout).toMatch(/^ok\s+python3\s+Python 3/m);
     expect(text.stdout).toMatch(/write protection: python=\S+ javascript=\S+/);
