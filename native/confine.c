@@ -187,10 +187,22 @@ static void on_parent_death(int sig) {
   parent_died = 1;
 }
 
+/*
+ * Our parent is gone: kill the command and everything it started. That is our process group when
+ * we lead it (the runner spawns us as a group leader); otherwise the group is someone else's and
+ * only the command itself is ours to kill.
+ */
+static void kill_everything(pid_t child) {
+  if (getpgrp() == getpid()) kill(0, SIGKILL);
+  if (child > 0) kill(child, SIGKILL);
+  _exit(EXIT_SETUP);
+}
+
 int main(int argc, char **argv) {
-  const char *dirs[MAX_PATHS], *files[MAX_PATHS];
-  int ndirs = 0, nfiles = 0, probe = 0, cmd = -1;
-  const char *chdir_to = NULL;
+  /* Static, not on the stack or in registers: the vfork child below shares them with us. */
+  static const char *dirs[MAX_PATHS], *files[MAX_PATHS];
+  static int ndirs = 0, nfiles = 0, probe = 0, cmd = -1;
+  static const char *chdir_to = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--") == 0) {
@@ -218,7 +230,7 @@ int main(int argc, char **argv) {
   sigaction(SIGUSR1, &sa, NULL);
   pid_t parent = getppid();
   if (prctl(PR_SET_PDEATHSIG, SIGUSR1, 0, 0, 0) != 0) fail(EXIT_SETUP, "PR_SET_PDEATHSIG", errno);
-  if (getppid() != parent) kill(0, SIGKILL);
+  if (getppid() != parent) kill_everything(0);
 
   /* Signals aimed at the group reach the command directly; the supervisor only waits. */
   signal(SIGTERM, SIG_IGN);
@@ -255,7 +267,7 @@ int main(int argc, char **argv) {
   int status = 0;
   for (;;) {
     pid_t r = waitpid(child, &status, 0);
-    if (parent_died) kill(0, SIGKILL);
+    if (parent_died) kill_everything(child);
     if (r == child) break;
     if (r < 0 && errno != EINTR) fail(EXIT_SETUP, "waitpid", errno);
   }

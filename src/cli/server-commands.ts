@@ -54,7 +54,7 @@ function untilSignal(): Promise<void> {
  * server's token and read-only guard. The service shares the server's store.
  */
 async function threadRouteGroup(workspaceDir: string): Promise<RouteGroup> {
-  const [{ registerThreadRoutes }, { threadServiceFor }] = await Promise.all([
+  const [{ registerThreadRoutes, threadOpenApiPaths }, { threadServiceFor }] = await Promise.all([
     import("../threads/http.js"),
     import("./thread-commands.js"),
   ]);
@@ -62,6 +62,7 @@ async function threadRouteGroup(workspaceDir: string): Promise<RouteGroup> {
     let svc: ThreadService | undefined;
     const prefix = "/api/threads";
     app.on("POST", [prefix, `${prefix}/*`], kit.write);
+    kit.describe(threadOpenApiPaths(prefix));
     registerThreadRoutes(
       app as unknown as Hono,
       () => {

@@ -6,10 +6,12 @@
  */
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Hono } from "hono";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { makeServerFixture, type ServerFixture, TOKEN } from "../../test/helpers/server.js";
 import { OP_NAMES } from "../ledger/index.js";
 import { TaskArtifacts } from "../runner/index.js";
+import { registerThreadRoutes, threadOpenApiPaths } from "../threads/http.js";
 import { createServerApp, type RouteGroup } from "./index.js";
 
 let fx: ServerFixture;
@@ -370,5 +372,39 @@ describe("extra route groups", () => {
     });
     expect(refused.status).toBe(403);
     expect(calls).toEqual(["t1"]);
+  });
+
+  it("describe their routes in /openapi.json: every thread route is there with its method and body schema", async () => {
+    const prefix = "/api/threads";
+    const threads: RouteGroup = (app, kit) => {
+      registerThreadRoutes(
+        app as unknown as Hono,
+        () => {
+          throw new Error("no request reaches the service in this test");
+        },
+        { prefix },
+      );
+      kit.describe(threadOpenApiPaths(prefix));
+    };
+    const app = createServerApp({ ctx: fx.ctx, token: TOKEN, extraRoutes: [threads] });
+    const doc = (await (await app.request("/openapi.json")).json()) as {
+      paths: Record<
+        string,
+        Record<string, { requestBody?: { content: Record<string, { schema: unknown }> } }>
+      >;
+    };
+    const threadRoutes = app.routes.filter((r) => r.path.startsWith(prefix) && r.method !== "ALL");
+    expect(threadRoutes.length).toBeGreaterThanOrEqual(7);
+    for (const r of threadRoutes) {
+      const path = r.path.replace(/:id\b/, "{threadId}");
+      expect(doc.paths[path]?.[r.method.toLowerCase()], `${r.method} ${r.path}`).toBeDefined();
+    }
+    const approve = doc.paths[`${prefix}/{threadId}/approve`]?.post?.requestBody?.content["application/json"];
+    expect(approve?.schema).toMatchObject({
+      type: "object",
+      properties: { approval_id: { type: "string" }, always: { type: "boolean" } },
+      additionalProperties: false,
+    });
+    expect(doc.paths["/api/plans"]).toBeDefined();
   });
 });

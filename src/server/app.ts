@@ -10,6 +10,7 @@ import { bodyLimit } from "hono/body-limit";
 import type { ServerContext } from "./context.js";
 import { replyCode, replyError, ServerErrorCode } from "./http.js";
 import { MAX_BODY_BYTES } from "./limits.js";
+import { openApiExtras } from "./openapi.js";
 import { ledgerRoutes } from "./routes/ledger.js";
 import { mcpRoutes } from "./routes/mcp.js";
 import { openapiRoutes } from "./routes/openapi.js";
@@ -30,6 +31,11 @@ export interface RouteKit {
   /** Checks the token only (MCP: its tools refuse writes themselves in read-only mode). */
   auth: MiddlewareHandler<ServerEnv>;
   readOnly: boolean;
+  /**
+   * Adds OpenAPI 3.1 path items (keyed by path, e.g. `/api/threads/{id}`) to `/openapi.json`, so a
+   * mounted group documents its routes where the built-in ones are.
+   */
+  describe: (paths: Record<string, unknown>) => void;
 }
 
 /** A group of routes. Mount more with {@link ServerAppOptions.extraRoutes}. */
@@ -106,7 +112,15 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
     return limit(c, next);
   };
 
-  const kit: RouteKit = { ctx: opts.ctx, write, auth, readOnly };
+  const described: Record<string, unknown> = {};
+  const kit: RouteKit = {
+    ctx: opts.ctx,
+    write,
+    auth,
+    readOnly,
+    describe: (paths) => Object.assign(described, paths),
+  };
+  openApiExtras.set(app, described);
   for (const group of [...BUILTIN_ROUTES, ...(opts.extraRoutes ?? [])]) group(app, kit);
   staticRoutes(app, kit);
   return app;

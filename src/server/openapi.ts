@@ -45,8 +45,11 @@ const get = (
   },
 });
 
-/** Builds the document. */
-export function openApiDocument(): Record<string, unknown> {
+/** OpenAPI paths the route groups of each app described (read by `GET /openapi.json`). */
+export const openApiExtras = new WeakMap<object, Record<string, unknown>>();
+
+/** Builds the document; `extraPaths` are path items described by mounted route groups. */
+export function openApiDocument(extraPaths: Record<string, unknown> = {}): Record<string, unknown> {
   const paths: Record<string, unknown> = {
     "/api/health": get("liveness and the newest event id"),
     "/api/plans": get(
@@ -137,6 +140,7 @@ export function openApiDocument(): Record<string, unknown> {
       },
     };
   }
+  Object.assign(paths, extraPaths);
   return {
     openapi: "3.1.0",
     info: {

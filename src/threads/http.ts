@@ -162,3 +162,98 @@ export function registerThreadRoutes(
     }),
   );
 }
+
+/**
+ * OpenAPI 3.1 path items of the routes {@link registerThreadRoutes} mounts under `prefix`, with the
+ * request bodies generated from the schemas the routes validate with.
+ */
+export function threadOpenApiPaths(prefix = "/threads"): Record<string, unknown> {
+  const json = (schema: unknown) => ({ "application/json": { schema } });
+  const error = (description: string) => ({
+    description,
+    content: json({
+      type: "object",
+      properties: {
+        error: {
+          type: "object",
+          properties: { code: { type: "string" }, message: { type: "string" } },
+          required: ["code", "message"],
+        },
+      },
+      required: ["error"],
+    }),
+  });
+  const writeErrors = {
+    400: error("bad input: the body or a parameter (the message names the field)"),
+    401: error("missing or wrong bearer token; nothing was written"),
+    403: error("the server runs with --read-only"),
+    404: error("no such thread"),
+    409: error("refused by the thread's state machine; nothing was written"),
+  };
+  const id = { name: "threadId", in: "path", required: true, schema: { type: "string" } };
+  const post = (summary: string, schema: z.ZodType | undefined, status: number, reply: string) => ({
+    post: {
+      summary,
+      security: [{ bearer: [] }],
+      parameters: [id],
+      ...(schema ? { requestBody: { required: false, content: json(z.toJSONSchema(schema)) } } : {}),
+      responses: { [status]: { description: reply, content: json({ type: "object" }) }, ...writeErrors },
+    },
+  });
+  return {
+    [prefix]: {
+      get: {
+        summary: "threads, newest first",
+        parameters: [
+          { name: "state", in: "query", required: false, schema: { type: "string" } },
+          {
+            name: "limit",
+            in: "query",
+            required: false,
+            description: "1–1000, default 50",
+            schema: { type: "integer", minimum: 1, maximum: 1000 },
+          },
+        ],
+        responses: { 200: { description: "{threads: [...]}", content: json({ type: "object" }) } },
+      },
+      post: {
+        summary: "start a thread; it is driven in the background (202)",
+        security: [{ bearer: [] }],
+        requestBody: { required: true, content: json(z.toJSONSchema(startBody)) },
+        responses: {
+          202: { description: "{thread_id, state}", content: json({ type: "object" }) },
+          ...writeErrors,
+        },
+      },
+    },
+    [`${prefix}/{threadId}`]: {
+      get: {
+        summary: "a thread: state, messages, tool calls, approvals, budget",
+        parameters: [id],
+        responses: {
+          200: { description: "the thread", content: json({ type: "object" }) },
+          404: error("no such thread"),
+        },
+      },
+    },
+    [`${prefix}/{threadId}/resume`]: post(
+      "drive a waiting or suspended thread in the background",
+      undefined,
+      202,
+      "{thread_id, state}",
+    ),
+    [`${prefix}/{threadId}/approve`]: post(
+      "approve the pending call (bound to its call id and argument hash); it runs exactly once",
+      decideBody,
+      200,
+      "{approval, resumed}",
+    ),
+    [`${prefix}/{threadId}/deny`]: post(
+      "deny the pending call; the orchestrator sees a catchable error",
+      decideBody.omit({ always: true }),
+      200,
+      "{approval, resumed}",
+    ),
+    [`${prefix}/{threadId}/cancel`]: post("cancel the thread", cancelBody, 200, "{thread}"),
+  };
+}

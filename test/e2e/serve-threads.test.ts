@@ -78,6 +78,10 @@ const auth = { authorization: `Bearer ${TOKEN}`, "content-type": "application/js
 describe("threads over ratchet serve", () => {
   it("start over HTTP, wait for the approval, approve over HTTP: the call runs exactly once", async () => {
     const { ws, url, appendFile } = await serveWithThreads();
+    const doc = (await (await fetch(`${url}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(["/api/threads", "/api/threads/{threadId}", "/api/threads/{threadId}/approve"]),
+    );
 
     const refused = await fetch(`${url}/api/threads`, {
       method: "POST",

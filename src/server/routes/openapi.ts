@@ -1,8 +1,12 @@
-/** `GET /openapi.json`. */
+/** `GET /openapi.json`: the built-in routes plus what mounted route groups described. */
 import type { RouteGroup } from "../app.js";
-import { openApiDocument } from "../openapi.js";
+import { openApiDocument, openApiExtras } from "../openapi.js";
 
 export const openapiRoutes: RouteGroup = (app) => {
-  const doc = openApiDocument();
-  app.get("/openapi.json", (c) => c.json(doc));
+  // Built on the first request: groups mounted after this one describe their paths later.
+  let doc: Record<string, unknown> | undefined;
+  app.get("/openapi.json", (c) => {
+    doc ??= openApiDocument(openApiExtras.get(app) ?? {});
+    return c.json(doc);
+  });
 };
