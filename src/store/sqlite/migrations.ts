@@ -351,4 +351,13 @@ CREATE TABLE mission_runs (
 CREATE INDEX mission_runs_day ON mission_runs(mission, day);
 `,
   },
+  {
+    id: 6,
+    name: "drop_plans_created",
+    // plans_created_id (migration 4) serves every ORDER BY created_at the old single-column index
+    // did; one index less to write per published plan.
+    sql: `
+DROP INDEX plans_created;
+`,
+  },
 ];

@@ -35,6 +35,21 @@ describe("openSqlite", () => {
     db.close();
   });
 
+  it("migration 6 drops plans_created: plan lists still use an index, with no sort step", () => {
+    const path = dbPath();
+    const before = openSqlite(path, { create: true, migrations: MIGRATIONS.filter((m) => m.id < 6) });
+    expect(before.prepare("SELECT name FROM sqlite_master WHERE name = 'plans_created'").get()).toBeDefined();
+    before.close();
+    SqliteStore.open(path).close();
+    const db = openSqlite(path);
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'plans_created'").get()).toBeUndefined();
+    const plan = db
+      .prepare("EXPLAIN QUERY PLAN SELECT * FROM plans ORDER BY created_at DESC, plan_id DESC LIMIT 10")
+      .all() as { detail: string }[];
+    expect(plan.map((r) => r.detail).join("; ")).toMatch(/plans_created_id/);
+    expect(plan.map((r) => r.detail).join("; ")).not.toMatch(/TEMP B-TREE/);
+  });
+
   it("migration 3 keeps every event and its id, and new ids continue after the highest", () => {
     const path = dbPath();
     const before = openSqlite(path, { create: true, migrations: MIGRATIONS.filter((m) => m.id < 3) });
