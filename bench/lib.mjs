@@ -1,6 +1,6 @@
 // Shared helpers for benchmarks: timing, medians, percentiles, temp workspaces, result output.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,8 +16,20 @@ export function percentile(values, p) {
 }
 export const median = (values) => percentile(values, 50);
 
+const temps = [];
+let cleanupInstalled = false;
+
+/** A temp folder, removed when the benchmark exits (kept with BENCH_KEEP=1, for a look inside). */
 export function tempDir(prefix) {
-  return mkdtempSync(join(tmpdir(), `ratchet-bench-${prefix}-`));
+  const dir = mkdtempSync(join(tmpdir(), `ratchet-bench-${prefix}-`));
+  temps.push(dir);
+  if (!cleanupInstalled && process.env.BENCH_KEEP !== "1") {
+    cleanupInstalled = true;
+    process.on("exit", () => {
+      for (const d of temps) rmSync(d, { recursive: true, force: true });
+    });
+  }
+  return dir;
 }
 
 /** Wall time of one whole process, in ms. */
