@@ -410,7 +410,9 @@ function addRunnerCommands(
     .action(act(async (dir: string, o: { timeout?: string }) => (await rn()).runnerWatch(dir, o)));
   runner
     .command("doctor")
-    .description("check git, python3, the model (configured and reachable), bwrap and leaked worktrees")
+    .description(
+      "check git, python3, the model (configured and reachable), the command sandbox and leaked worktrees",
+    )
     .option("--json", "machine-readable output")
     .action(act(async (o: { json?: boolean }) => (await rn()).runnerDoctor(o)));
 }

@@ -207,7 +207,7 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-/** `ratchet runner doctor`: git, python3, model configured + reachable, bwrap, leaked worktrees. */
+/** `ratchet runner doctor`: git, python3, model configured + reachable, the command sandbox, leaked worktrees. */
 export async function runnerDoctor(o: { json?: boolean }): Promise<number> {
   const checks: { name: string; ok: boolean; detail: string }[] = [];
   const gitV = await version("git", ["--version"]);
@@ -241,11 +241,15 @@ export async function runnerDoctor(o: { json?: boolean }): Promise<number> {
       });
     }
   }
-  const bw = await version("bwrap", ["--version"]);
+  const { detectSandbox } = await import("../workflow/sandbox.js");
+  const sandbox = await detectSandbox({ languages: ["python"], refresh: true });
+  const confined = sandbox.python === "landlock";
   checks.push({
     name: "sandbox",
-    ok: bw !== undefined,
-    detail: bw ?? "bwrap not found (commands run without a sandbox)",
+    ok: confined,
+    detail: confined
+      ? `commands write only to the worktree, a private TMPDIR and writable_paths (${sandbox.reason.replace(/^python: /, "")})`
+      : `commands run with the guard only: ${sandbox.reason.replace(/^python: /, "")}`,
   });
   const leaked: string[] = [];
   if (gitV) {

@@ -1,5 +1,6 @@
 /** Running the definition of done through the one process runner (timeout, cap, group kill). */
-import { buildEnv, type ProcessRunner, realProcessRunner } from "../exec/index.js";
+import { buildEnv, type ProcessRunner, type RunRequest, realProcessRunner } from "../exec/index.js";
+import type { CommandSandbox } from "./confine.js";
 import { COMMAND_CAPTURE_BYTES, OUTPUT_TAIL_CHARS } from "./limits.js";
 import { assertionHolds } from "./score.js";
 import { parseAssertion, type TaskSpec } from "./spec.js";
@@ -39,10 +40,16 @@ export interface DodRun {
 export async function runDod(
   spec: Pick<TaskSpec, "definition_of_done" | "cwd">,
   cwd: string,
-  opts: { runner?: ProcessRunner; signal?: AbortSignal; timeoutMs?: number } = {},
+  opts: {
+    runner?: ProcessRunner;
+    signal?: AbortSignal;
+    timeoutMs?: number;
+    /** Confines the command's writes (see confine.ts). Default: not confined. */
+    sandbox?: Pick<CommandSandbox, "wrap">;
+  } = {},
 ): Promise<DodRun> {
   const dod = spec.definition_of_done;
-  const r = await (opts.runner ?? realProcessRunner).run({
+  const request: RunRequest = {
     command: "bash",
     args: ["-c", dod.command],
     cwd,
@@ -51,7 +58,8 @@ export async function runDod(
     maxCaptureBytes: COMMAND_CAPTURE_BYTES,
     killGraceMs: 500,
     ...(opts.signal ? { signal: opts.signal } : {}),
-  });
+  };
+  const r = await (opts.runner ?? realProcessRunner).run(opts.sandbox ? opts.sandbox.wrap(request) : request);
   let output = r.combined;
   if (r.spawnError) output += `\n[runner] could not start the DoD: ${r.spawnError.message}`;
   if (r.timedOut)

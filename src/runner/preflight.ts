@@ -5,6 +5,7 @@
  */
 import { existsSync, realpathSync } from "node:fs";
 import { type ProcessRunner, realProcessRunner } from "../exec/index.js";
+import { type CommandSandbox, commandSandbox } from "./confine.js";
 import { type DodRun, runDod } from "./dod.js";
 import { git, gitRun } from "./git.js";
 import { checkCommand, parseCommandLine } from "./guard.js";
@@ -113,8 +114,9 @@ export async function preflightDod(
   spec: TaskSpec,
   worktree: string,
   runner: ProcessRunner = realProcessRunner,
+  sandbox?: Pick<CommandSandbox, "wrap">,
 ): Promise<{ dod: DodRun; refusal: RefusalItem | undefined }> {
-  const dod = await runDod(spec, worktree, { runner });
+  const dod = await runDod(spec, worktree, { runner, ...(sandbox ? { sandbox } : {}) });
   const refusal =
     dod.passed && !spec.allow_passing_dod
       ? {
@@ -191,8 +193,10 @@ export async function dryRun(
   if (repo.repoRoot && !refusals.some((r) => r.code !== Refusal.DirtyOverlap)) {
     const worktrees = opts.worktrees ?? gitWorktrees(runner);
     const wt = await worktrees.create(spec.cwd);
+    let sandbox: CommandSandbox | undefined;
     try {
-      const pre = await preflightDod(spec, wt, runner);
+      sandbox = await commandSandbox(wt, spec.writable_paths, runner);
+      const pre = await preflightDod(spec, wt, runner, sandbox);
       dod = {
         passed: pre.dod.passed,
         exit_code: pre.dod.exitCode,
@@ -201,6 +205,7 @@ export async function dryRun(
       };
       if (pre.refusal) refusals.push(pre.refusal);
     } finally {
+      sandbox?.dispose();
       await worktrees.remove(spec.cwd, wt);
     }
   }

@@ -53,6 +53,25 @@ describe("task spec", () => {
     expect(e.message).toContain(why);
     expect(e.field).toBe("allowlist[1]");
   });
+  it("takes writable_paths as absolute folders outside the source repository", () => {
+    expect(parseTaskSpec(base).writable_paths).toEqual([]);
+    expect(
+      parseTaskSpec({ ...base, writable_paths: ["/cache/go", "/cache/go/", "/tmp/x"] }).writable_paths,
+    ).toEqual(["/cache/go", "/tmp/x"]);
+    expect(error({ ...base, writable_paths: ["/ok", "cache"] })).toMatchObject({
+      field: "writable_paths[1]",
+      message: expect.stringContaining("absolute"),
+    });
+    expect(error({ ...base, writable_paths: ["/repo/build"] })).toMatchObject({
+      field: "writable_paths[0]",
+      message: expect.stringContaining("inside the source repository"),
+    });
+    expect(error({ ...base, writable_paths: ["/repo"] }).field).toBe("writable_paths[0]");
+    expect(error({ ...base, writable_paths: ["/"] })).toMatchObject({
+      field: "writable_paths[0]",
+      message: expect.stringContaining("contains the source repository"),
+    });
+  });
   it("supports only the isolated_worktree policy", () => {
     expect(error({ ...base, dirty_worktree_policy: "in_place" }).field).toBe("dirty_worktree_policy");
   });

@@ -42,6 +42,11 @@ export const taskSpecSchema = z.strictObject({
   protected_paths: z.array(z.string().min(1)).default([]),
   /** Accept a DoD that already passes before any change (otherwise refused as vacuous). */
   allow_passing_dod: z.boolean().default(false),
+  /**
+   * Folders outside the worktree that commands may write to under the sandbox (absolute, e.g. a
+   * build cache such as `~/.cache/go-build` written out). Never inside the source repository.
+   */
+  writable_paths: z.array(z.string().min(1)).default([]),
 });
 
 /** A validated task spec with absolute `cwd`/`output_dir` and normalised path lists. */
@@ -107,6 +112,18 @@ export function parseTaskSpec(value: unknown, baseDir = process.cwd()): TaskSpec
   if (s.commit_on_success && !s.apply_to_source) {
     throw bad("commit_on_success", "needs apply_to_source: true");
   }
+  const writable = s.writable_paths.map((p, i) => {
+    const field = `writable_paths[${i}]`;
+    if (!isAbsolute(p)) throw bad(field, `${JSON.stringify(p)} must be an absolute path`);
+    const abs = resolve(p);
+    const rel = relative(cwd, abs);
+    if (rel === "" || (!rel.startsWith("..") && !isAbsolute(rel)))
+      throw bad(field, `${JSON.stringify(p)} is inside the source repository ${cwd}`);
+    const up = relative(abs, cwd);
+    if (!up.startsWith("..") && !isAbsolute(up))
+      throw bad(field, `${JSON.stringify(p)} contains the source repository ${cwd}`);
+    return abs;
+  });
   return {
     ...s,
     cwd,
@@ -114,6 +131,7 @@ export function parseTaskSpec(value: unknown, baseDir = process.cwd()): TaskSpec
     allowlist: norm(s.allowlist, "allowlist"),
     read_context: norm(s.read_context, "read_context"),
     protected_paths: norm(s.protected_paths, "protected_paths"),
+    writable_paths: [...new Set(writable)],
     definition_of_done: {
       ...s.definition_of_done,
       timeout_seconds: s.definition_of_done.timeout_seconds ?? DEFAULT_DOD_TIMEOUT_SECONDS,

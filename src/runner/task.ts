@@ -10,6 +10,7 @@ import { type ProcessRunner, realProcessRunner } from "../exec/index.js";
 import { type ModelClient, runToolLoop, type ToolLoopResult } from "../model/index.js";
 import { applyToSource, type SourceApplyResult } from "./apply.js";
 import { TaskArtifacts, type TaskEvent, type TaskState } from "./artifacts.js";
+import { type CommandSandbox, commandSandbox } from "./confine.js";
 import { type DodRun, runDod } from "./dod.js";
 import {
   READ_CONTEXT_MAX_BYTES,
@@ -171,6 +172,7 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
 
   let before: SourceSnapshot | undefined;
   let worktree: string | undefined;
+  let sandbox: CommandSandbox | undefined;
   let best: Best | undefined;
   try {
     const repo = await preflightRepo(spec, runner);
@@ -185,7 +187,13 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
     art.event("worktree_created", { path: worktree });
     opts.onWorktree?.(worktree);
     const wt = worktree;
-    const pre = await preflightDod(spec, wt, runner);
+    sandbox = await commandSandbox(wt, spec.writable_paths, runner);
+    art.event("command_sandbox", {
+      protection: sandbox.protection,
+      reason: sandbox.reason,
+      writable: sandbox.writable,
+    });
+    const pre = await preflightDod(spec, wt, runner, sandbox);
     logDod("preflight", pre.dod);
     result.dod = dodInfo(pre.dod);
     if (pre.refusal) {
@@ -206,6 +214,7 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
       allowlist: spec.allowlist,
       protectedPaths: spec.protected_paths,
       runner,
+      sandbox,
       onRefusal: (tool, reason) => art.event("tool_refused", { tool, reason }),
     });
 
@@ -268,7 +277,11 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
       }
       const prot = await restoreProtected(wt, spec.protected_paths, runner);
       if (prot.changed.length > 0) art.event("protected_restored", { round, paths: prot.changed });
-      const dod = await runDod(spec, wt, { runner, ...(opts.signal ? { signal: opts.signal } : {}) });
+      const dod = await runDod(spec, wt, {
+        runner,
+        sandbox,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      });
       logDod(`round ${round}`, dod);
       const patch = await diffAllowlisted(wt, spec.allowlist, runner);
       const score = scoreRound(dod.passed, dod.output);
@@ -334,6 +347,7 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
     }
     art.writeText("hunk.md", hunkMarkdown(spec, best, result.changed_files));
 
+    sandbox.dispose();
     await worktrees.remove(spec.cwd, wt);
     art.event("worktree_removed", { path: wt });
     worktree = undefined;
@@ -365,6 +379,7 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
     art.event("task_error", { message: result.error });
     return finish("error", TaskStop.Error);
   } finally {
+    sandbox?.dispose();
     if (worktree !== undefined) {
       await worktrees.remove(spec.cwd, worktree);
       art.event("worktree_removed", { path: worktree });

@@ -6,8 +6,9 @@
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { z } from "zod";
-import { type ProcessRunner, realProcessRunner } from "../exec/index.js";
+import { type ProcessRunner, type RunRequest, realProcessRunner } from "../exec/index.js";
 import type { LoopTool } from "../model/index.js";
+import type { CommandSandbox } from "./confine.js";
 import { commandEnv } from "./dod.js";
 import { checkCommand } from "./guard.js";
 import {
@@ -26,6 +27,8 @@ export interface ToolContext {
   allowlist: readonly string[];
   protectedPaths: readonly string[];
   runner?: ProcessRunner;
+  /** Confines `run_command`'s writes (see confine.ts). Default: not confined. */
+  sandbox?: Pick<CommandSandbox, "wrap">;
   /** Told about every refusal (path or guard), for the events file. */
   onRefusal?: (tool: string, reason: string) => void;
 }
@@ -198,7 +201,7 @@ export function runnerTools(ctx: ToolContext): LoopTool[] {
         });
         if (!verdict.allowed)
           refuse("run_command", `run_command blocked (${verdict.rule}): ${verdict.reason}`);
-        const r = await runner.run({
+        const request: RunRequest = {
           command: "bash",
           args: ["-c", a.command],
           cwd: ctx.worktree,
@@ -207,7 +210,8 @@ export function runnerTools(ctx: ToolContext): LoopTool[] {
           maxCaptureBytes: COMMAND_CAPTURE_BYTES,
           killGraceMs: 500,
           signal,
-        });
+        };
+        const r = await runner.run(ctx.sandbox ? ctx.sandbox.wrap(request) : request);
         const status = r.timedOut
           ? "timed out"
           : r.spawnError

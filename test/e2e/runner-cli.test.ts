@@ -1,10 +1,11 @@
 /** `ratchet runner …` through the built CLI, with the scripted model configured by environment. */
-import { writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { DryRunReport } from "../../src/runner/index.js";
 import { startScriptedModel } from "../../src/testing/scripted-model.js";
-import { assertBuilt, query, ratchet } from "../helpers/cli.js";
+import { assertBuilt, query, ROOT, ratchet } from "../helpers/cli.js";
 import { calcSpec, fixTurns, GIT_IDENTITY, makeRepo, type TestRepo } from "../helpers/runner-repo.js";
 
 vi.setConfig({ testTimeout: 60_000 });
@@ -101,7 +102,59 @@ describe("ratchet runner", () => {
     expect(res.stdout).toContain("failed");
   });
 
-  it("doctor --json checks git, the model, bwrap and leaked worktrees", async () => {
+  it("commands run confined where Landlock works: the worktree, git and TMPDIR are writable, nothing else", async () => {
+    const { r, spec } = setup({ max_rounds: 1 });
+    const outside = join(r.root, "escaped.txt");
+    const py = (code: string) => `python3 -c ${JSON.stringify(code)}`;
+    const model = await startScriptedModel({
+      script: {
+        turns: [
+          {
+            tool_calls: [
+              // The guard does not read Python code; the sandbox is what stops this write.
+              {
+                name: "run_command",
+                arguments: { command: py(`open(${JSON.stringify(outside)}, "w").write("x")`) },
+              },
+              { name: "run_command", arguments: { command: "git status --short && echo git-ok" } },
+              {
+                name: "run_command",
+                arguments: {
+                  command: py("import tempfile; tempfile.NamedTemporaryFile().write(b'x'); print('tmp-ok')"),
+                },
+              },
+              { name: "run_command", arguments: { command: "echo inside > notes.txt && echo worktree-ok" } },
+            ],
+          },
+          ...fixTurns().slice(1),
+        ],
+      },
+    });
+    cleanups.push(() => model.close());
+    const res = await ratchet(["runner", "run", spec, "--json"], { cwd: r.root, env: env(model.url) });
+    expect(res.status, res.stderr).toBe(0);
+    const events = readFileSync(join(r.out, "fix-calc.events.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { type: string; content?: string; protection?: string });
+    const sandbox = events.find((e) => e.type === "command_sandbox");
+    const results = events.filter((e) => e.type === "tool_result" && e.content !== undefined);
+    const text = results.map((e) => e.content).join("\n");
+    expect(text).toContain("git-ok");
+    expect(text).toContain("tmp-ok");
+    expect(text).toContain("worktree-ok");
+    if (sandbox?.protection === "landlock") {
+      expect(text).toMatch(/PermissionError: \[Errno 13\]/);
+      expect(existsSync(outside)).toBe(false);
+    } else {
+      console.warn(`runner commands not confined here: ${JSON.stringify(sandbox)}`);
+      expect(existsSync(join(ROOT, "dist", "native", "ratchet-confine"))).toBe(false);
+    }
+    // notes.txt is outside the allowlist: written in the worktree, never in the patch.
+    expect(JSON.parse(res.stdout).changed_files).toEqual(["calc.sh"]);
+  });
+
+  it("doctor --json checks git, the model, the command sandbox and leaked worktrees", async () => {
     const { r } = setup();
     const model = await startScriptedModel({ script: { turns: [] } });
     cleanups.push(() => model.close());
@@ -118,5 +171,7 @@ describe("ratchet runner", () => {
     ]);
     expect(checks.find((c) => c.name === "model_reachable")?.ok).toBe(true);
     expect(checks.find((c) => c.name === "leaked_worktrees")?.ok).toBe(true);
+    const landlock = spawnSync(join(ROOT, "dist", "native", "ratchet-confine"), ["--probe"]).status === 0;
+    expect(checks.find((c) => c.name === "sandbox")?.ok).toBe(landlock);
   });
 });

@@ -276,7 +276,26 @@ describe("runner", () => {
     expect(git(r.repo, "status", "--porcelain")).toBe("");
   });
 
-  it("catches a change to the source's .git/config made from the worktree (source-unchanged proof)", async () => {
+  it("catches a change to the source's .git/config made from the worktree (source-unchanged proof, sandbox off)", async () => {
+    const r = repo();
+    process.env.RATCHET_SANDBOX = "off";
+    try {
+      const { result } = await run(r, fixTurns(), {
+        definition_of_done: {
+          command: "git config ratchet.touched yes; bash test_calc.sh",
+          assertion: "exit_code == 0",
+        },
+      });
+      expect(result.status).toBe("failed");
+      expect(result.stop_reason).toBe("source_changed");
+      expect(result.source_unchanged).toBe(false);
+      expect(result.source_changes).toContain("configHash");
+    } finally {
+      delete process.env.RATCHET_SANDBOX;
+    }
+  });
+
+  it("under the command sandbox the same write to the source's .git/config is refused", async () => {
     const r = repo();
     const { result } = await run(r, fixTurns(), {
       definition_of_done: {
@@ -284,10 +303,16 @@ describe("runner", () => {
         assertion: "exit_code == 0",
       },
     });
-    expect(result.status).toBe("failed");
-    expect(result.stop_reason).toBe("source_changed");
-    expect(result.source_unchanged).toBe(false);
-    expect(result.source_changes).toContain("configHash");
+    const sandbox = events(r).find((e) => e.type === "command_sandbox");
+    if (sandbox?.protection !== "landlock") {
+      console.warn(`runner commands not confined here: ${JSON.stringify(sandbox)}`);
+      return;
+    }
+    expect(sandbox.writable).toEqual(expect.arrayContaining([expect.stringContaining(".git/worktrees/")]));
+    expect(result.status).toBe("passed");
+    expect(result.source_unchanged).toBe(true);
+    expect(() => git(r.repo, "config", "--get", "ratchet.touched")).toThrow();
+    expect(artifact(r, "verifier.log")).toMatch(/could not lock config file|Permission denied/);
   });
 
   it("the proof sees hooks, refs, stash and config (direct)", async () => {
