@@ -38,3 +38,5 @@ export const SEARCH_MAX_MATCHES = 200;
 export const DOCTOR_HTTP_TIMEOUT_MS = 3000;
 /** Prefix of the disposable worktree folders (under `os.tmpdir()`). */
 export const WORKTREE_PREFIX = "ratchet-runner-";
+/** Most `writable_paths` a spec may list (`ratchet-confine` takes at most 64 folders in all). */
+export const MAX_WRITABLE_PATHS = 32;

@@ -67,6 +67,9 @@ describe("task spec", () => {
       message: expect.stringContaining("inside the source repository"),
     });
     expect(error({ ...base, writable_paths: ["/repo"] }).field).toBe("writable_paths[0]");
+    expect(error({ ...base, writable_paths: Array.from({ length: 33 }, (_, i) => `/c${i}`) }).field).toBe(
+      "writable_paths",
+    );
     expect(error({ ...base, writable_paths: ["/"] })).toMatchObject({
       field: "writable_paths[0]",
       message: expect.stringContaining("contains the source repository"),

@@ -11,6 +11,7 @@ import {
   DEFAULT_MAX_ROUNDS,
   MAX_DOD_TIMEOUT_SECONDS,
   MAX_ROUNDS_LIMIT,
+  MAX_WRITABLE_PATHS,
 } from "./limits.js";
 
 const ASSERT_EXIT = /^exit_code\s*==\s*(-?\d+)$/;
@@ -46,7 +47,7 @@ export const taskSpecSchema = z.strictObject({
    * Folders outside the worktree that commands may write to under the sandbox (absolute, e.g. a
    * build cache such as `~/.cache/go-build` written out). Never inside the source repository.
    */
-  writable_paths: z.array(z.string().min(1)).default([]),
+  writable_paths: z.array(z.string().min(1)).max(MAX_WRITABLE_PATHS).default([]),
 });
 
 /** A validated task spec with absolute `cwd`/`output_dir` and normalised path lists. */
