@@ -73,6 +73,52 @@ export function reportError(op: string, e: RatchetError): number {
   return e.exitStatus;
 }
 
+const LABEL = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+const REFERENCE = /\{\{\s*([A-Za-z][A-Za-z0-9_-]*)((?:\.[A-Za-z0-9_]+)+)\s*\}\}/g;
+
+/**
+ * Replaces `{{label.path}}` in every string of `value` with that part of the result of the earlier
+ * line labelled `"as": "label"`: `{{p.plan_id}}`, `{{p.step_ids.0}}` (arrays by index).
+ * @throws RatchetError `schema_violation` naming the line and the reference when it resolves to
+ * nothing, or to something other than a string or a number.
+ */
+export function resolveReferences(
+  value: unknown,
+  results: ReadonlyMap<string, Record<string, unknown>>,
+  line: number,
+): unknown {
+  if (typeof value === "string")
+    return value.replace(REFERENCE, (whole: string, label: string, path: string) => {
+      const result = results.get(label);
+      if (!result)
+        throw new RatchetError(
+          "schema_violation",
+          `line ${line}: ${whole} refers to no earlier line with "as": "${label}" that succeeded`,
+          { field: "as" },
+        );
+      let v: unknown = result;
+      for (const key of path.slice(1).split(".")) {
+        v =
+          v !== null && typeof v === "object" && Object.hasOwn(v, key)
+            ? (v as Record<string, unknown>)[key]
+            : undefined;
+      }
+      if (typeof v !== "string" && typeof v !== "number")
+        throw new RatchetError(
+          "schema_violation",
+          `line ${line}: ${whole}: the result of "${label}" has no string or number there (its fields: ${Object.keys(result).join(", ")})`,
+          { field: "as" },
+        );
+      return String(v);
+    });
+  if (Array.isArray(value)) return value.map((v) => resolveReferences(v, results, line));
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, resolveReferences(v, results, line)]),
+    );
+  return value;
+}
+
 /** `ratchet step apply <ops.jsonl|->`: many write flows in one process, one result line per op. */
 export async function runBatch(
   source: string,
@@ -88,6 +134,7 @@ export async function runBatch(
     let status = 0;
     let applied = 0;
     let failed = 0;
+    const results = new Map<string, Record<string, unknown>>();
     const lines = text.split(/\r?\n/);
     for (let i = 0; i < lines.length; i++) {
       const line = (lines[i] ?? "").trim();
@@ -103,7 +150,14 @@ export async function runBatch(
             { field: "op" },
           );
         }
-        const { op, ...input } = parsed as Record<string, unknown>;
+        const { op, as: label, ...raw } = parsed as Record<string, unknown>;
+        if (label !== undefined && (typeof label !== "string" || !LABEL.test(label) || results.has(label))) {
+          throw new RatchetError(
+            "schema_violation",
+            `line ${i + 1}: field \`as\` must be a new label (a letter, then letters, digits, _ or -; got ${JSON.stringify(label)}${typeof label === "string" && results.has(label) ? ", already used" : ""})`,
+            { field: "as" },
+          );
+        }
         if (typeof op !== "string" || !(OP_NAMES as string[]).includes(op)) {
           throw new RatchetError(
             "schema_violation",
@@ -111,12 +165,15 @@ export async function runBatch(
             { field: "op" },
           );
         }
+        const input = resolveReferences(raw, results, i + 1);
         const outcome = await applyOp(ctx.ledger, op as Op, input, {
           cwd: process.cwd(),
           run: { tmpDir: ctx.workspace.dir },
         });
         marker = outcome.ok ? { ...outcome.marker } : outcome.marker;
         lineStatus = outcome.ok ? 0 : outcome.exitStatus;
+        if (outcome.ok && typeof label === "string")
+          results.set(label, { ...(outcome.result as Record<string, unknown>), ...outcome.marker });
       } catch (e) {
         const re = toRatchetError(e);
         marker = errorMarker("apply", re);

@@ -725,6 +725,48 @@ describe("step apply (a batch of JSON lines)", () => {
     ]);
   });
 
+  test('a line labelled "as" lends its result to later lines: publish and drive a plan in one batch', async () => {
+    const ws = await workspace();
+    const lines = [
+      {
+        op: "publish-plan",
+        as: "p",
+        goal: "Publish and run in one batch",
+        steps: [
+          { title: "a", type: "THINKING" },
+          { title: "b", type: "THINKING" },
+        ],
+      },
+      { op: "start-step", step_id: "{{p.step_ids.0}}" },
+      { op: "complete-step", as: "done-a", step_id: "{{ p.plan_id }}-A", summary: "a of {{p.plan_id}}" },
+      { op: "record-metric", name: "m", value: 1, plan_id: "{{p.plan_id}}" },
+      { op: "start-step", step_id: "{{q.plan_id}}-B" }, // unknown label: refused, nothing written
+      { op: "start-step", step_id: "{{p.nothing}}" }, // unknown field
+      { op: "start-step", as: "p", step_id: "{{p.step_ids.1}}" }, // label used twice
+      { op: "start-step", step_id: "{{p.step_ids.1}}" },
+    ];
+    const r = await ws.run(["step", "apply", "-"], { input: lines.map((l) => JSON.stringify(l)).join("\n") });
+    expect(r.status, r.stdout).toBe(2);
+    const out = r.lines.map((l) => JSON.parse(l) as Marker);
+    const planId = String(out[0]?.plan_id);
+    expect(planId).toMatch(/^publish-and-run-in-one-batch-/);
+    expect(out.slice(0, 8)).toEqual([
+      expect.objectContaining({ line: 1, ok: true, op: "publish-plan" }),
+      expect.objectContaining({ line: 2, ok: true, op: "start-step", step_id: `${planId}-A` }),
+      expect.objectContaining({ line: 3, ok: true, op: "complete-step", step_id: `${planId}-A` }),
+      expect.objectContaining({ line: 4, ok: true, op: "record-metric" }),
+      expect.objectContaining({ line: 5, ok: false, exit_status: 2, field: "as" }),
+      expect.objectContaining({ line: 6, ok: false, exit_status: 2, field: "as" }),
+      expect.objectContaining({ line: 7, ok: false, exit_status: 2, field: "as" }),
+      expect.objectContaining({ line: 8, ok: true, op: "start-step", step_id: `${planId}-B` }),
+    ]);
+    expect(String(out[4]?.error)).toMatch(/\{\{q\.plan_id\}\} refers to no earlier line with "as": "q"/);
+    expect(String(out[5]?.error)).toMatch(/has no string or number there \(its fields: .*plan_id/);
+    expect(String(out[6]?.error)).toMatch(/already used/);
+    expect(stepRow(ws, `${planId}-A`)).toMatchObject({ status: "COMPLETED", summary: `a of ${planId}` });
+    expect(stepRow(ws, `${planId}-B`)).toMatchObject({ status: "IN_PROGRESS" });
+  });
+
   test("--stop-on-error stops at the first failure; the ops before it stay applied", async () => {
     const ws = await workspace();
     const p = await publish(ws, {
