@@ -133,6 +133,8 @@ export interface ApiSpecOptions {
   /** What scripts put before `/tools/…`: the bridge URL, or `$MCP_API_URL` outside a run. */
   baseUrl: string;
   allowedTools?: readonly string[] | undefined;
+  /** A narrower allowlist on top of `allowedTools` (the calling step's scoped token). */
+  scope?: readonly string[] | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -152,8 +154,13 @@ export async function apiSpec(
     return wildcard ? { server: wildcard[1]! } : { ref: parseToolName(n) };
   });
   for (const w of wanted) {
-    if ("ref" in w) assertAllowed(opts.allowedTools, w.ref);
-    else if (!anyToolOfServerAllowed(opts.allowedTools, w.server))
+    if ("ref" in w) {
+      assertAllowed(opts.allowedTools, w.ref);
+      assertAllowed(opts.scope, w.ref);
+    } else if (
+      !anyToolOfServerAllowed(opts.allowedTools, w.server) ||
+      !anyToolOfServerAllowed(opts.scope, w.server)
+    )
       throw new BridgeError(
         BridgeErrorKind.Forbidden,
         `no tool of MCP server ${w.server} is allowed in this run`,
@@ -171,7 +178,7 @@ export async function apiSpec(
       continue;
     }
     const all = await registry.serverTools(w.server, opts.signal);
-    const allowed = all.filter((t) => isAllowed(opts.allowedTools, t.ref));
+    const allowed = all.filter((t) => isAllowed(opts.allowedTools, t.ref) && isAllowed(opts.scope, t.ref));
     if (all.length > 0 && allowed.length === 0)
       throw new BridgeError(
         BridgeErrorKind.Forbidden,

@@ -28,6 +28,12 @@ export interface BridgeAppOptions {
   token: string;
   /** Tools the run may use. Default: all. */
   allowedTools?: readonly string[] | undefined;
+  /**
+   * More tokens, each limited to a narrower allowlist (a step's `allowed_tools`), keyed by
+   * {@link tokenKey}. A request with one of them may use only tools both lists allow. The map is
+   * read on every request, so tokens added later work at once.
+   */
+  scopedTokens?: ReadonlyMap<string, readonly string[]> | undefined;
   /** Masks secrets in log lines and error texts. Default: one built from `process.env`. */
   redactor?: Redactor | undefined;
   /** Time limit of a call when the tool declares none. Default `DEFAULT_CALL_TIMEOUT_MS`. */
@@ -40,6 +46,11 @@ export interface BridgeAppOptions {
   maxBodyBytes?: number | undefined;
 }
 
+/** The key of a scoped token in {@link BridgeAppOptions.scopedTokens}: its SHA-256, hex. */
+export function tokenKey(token: string): string {
+  return createHash("sha256").update(token).digest("hex");
+}
+
 /** Compares two secrets in constant time (hashing first makes the buffers the same length). */
 export function tokensMatch(given: string, expected: string): boolean {
   const a = createHash("sha256").update(given).digest();
@@ -48,7 +59,7 @@ export function tokensMatch(given: string, expected: string): boolean {
 }
 
 /** Per-request values of the app (the log line's detail). */
-export type BridgeAppEnv = { Variables: { logDetail: string } };
+export type BridgeAppEnv = { Variables: { logDetail: string; scope: readonly string[] | undefined } };
 
 /** The VIRTUAL tools: answered by the bridge itself. */
 export const VIRTUAL_TOOLS = Object.freeze(["get_api_spec"]);
@@ -87,8 +98,12 @@ export function createBridgeApp(opts: BridgeAppOptions): Hono<BridgeAppEnv> {
 
   app.use("/tools/*", async (c, next) => {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header("authorization") ?? "");
-    if (!m?.[1] || !tokensMatch(m[1], opts.token))
+    const given = m?.[1];
+    // A scoped token is found by its hash, so the lookup leaks nothing about the token itself.
+    const scope = given === undefined ? undefined : opts.scopedTokens?.get(tokenKey(given));
+    if (!given || (!scope && !tokensMatch(given, opts.token)))
       return fail(c, new BridgeError(BridgeErrorKind.Unauthorized, "missing or invalid bearer token"));
+    c.set("scope", scope);
     await next();
     return undefined;
   });
@@ -121,7 +136,9 @@ export function createBridgeApp(opts: BridgeAppOptions): Hono<BridgeAppEnv> {
 
   const callRoute = async (c: Context<BridgeAppEnv>, ref: ToolRef) => {
     try {
-      assertAllowed(opts.allowedTools, ref); // before the body is read or anything is started
+      // Before the body is read or anything is started.
+      assertAllowed(opts.allowedTools, ref);
+      assertAllowed(c.get("scope"), ref);
       const args = await readJson(c);
       const result = await invokeTool(opts.registry, ref, args, {
         allowedTools: opts.allowedTools,
@@ -147,6 +164,7 @@ export function createBridgeApp(opts: BridgeAppOptions): Hono<BridgeAppEnv> {
         baseUrl:
           typeof opts.baseUrl === "function" ? opts.baseUrl() : (opts.baseUrl ?? new URL(c.req.url).origin),
         allowedTools: opts.allowedTools,
+        scope: c.get("scope"),
         signal: c.req.raw.signal,
       });
       return send(c, 200, { success: true, result: text, error: null });

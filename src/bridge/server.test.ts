@@ -82,6 +82,38 @@ describe("startBridge", () => {
     expect((await post(b, "/tools/custom/echo", {}, b.token)).status).toBe(200);
   });
 
+  it("scoped tokens reach only their tools (on top of the bridge's allowlist), and get_api_spec shows only those", async () => {
+    const logs: string[] = [];
+    const b = await start({ allowedTools: ["mcp:fx/*", "custom:echo"], log: (l) => logs.push(l) });
+    const scoped = b.scopedToken(["mcp:fx/add", "custom:count"]);
+    expect(scoped).toMatch(/^[0-9a-f]{64}$/);
+    expect(scoped).not.toBe(b.token);
+    expect(await post(b, "/tools/mcp/fx/add", { a: 2, b: 3 }, scoped)).toMatchObject({
+      status: 200,
+      body: { result: 5 },
+    });
+    expect(await post(b, "/tools/mcp/fx/pid", {}, scoped)).toMatchObject({
+      status: 403,
+      body: { error: "tool mcp:fx/pid is not allowed in this run" },
+    });
+    // Allowed by the token, not by the bridge: still refused.
+    expect((await post(b, "/tools/custom/count", {}, scoped)).status).toBe(403);
+    expect((await post(b, "/tools/custom/echo", {}, scoped)).status).toBe(403);
+    // The bridge's own token keeps the bridge's allowlist.
+    expect((await post(b, "/tools/mcp/fx/pid", {}, b.token)).status).toBe(200);
+    const spec = await post(b, "/tools/virtual/get_api_spec", { tool_name: "fx/*" }, scoped);
+    expect(spec.status).toBe(200);
+    expect(spec.body.result).toContain("/tools/mcp/fx/add");
+    expect(spec.body.result).not.toContain("/tools/mcp/fx/pid");
+    expect((await post(b, "/tools/virtual/get_api_spec", { tool_name: "mcp:fx/pid" }, scoped)).status).toBe(
+      403,
+    );
+    expect(logs.join("\n")).not.toContain(scoped);
+    // One bridge's scoped token opens no other bridge.
+    const other = await start();
+    expect((await post(other, "/tools/custom/echo", {}, scoped)).status).toBe(401);
+  });
+
   it("listens on a given port with a given token", async () => {
     const port = await freePort();
     const b = await start({ port, token: "fixed-token-for-this-test" });

@@ -7,7 +7,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Redactor } from "../core/index.js";
 import type { ProcessRunner } from "../exec/index.js";
-import { createBridgeApp } from "./app.js";
+import { createBridgeApp, tokenKey } from "./app.js";
 import type { BridgeConfig, CompiledBridgeConfig } from "./config.js";
 import { TOKEN_BYTES } from "./limits.js";
 import { createToolRegistry, type ToolRegistry } from "./registry.js";
@@ -47,6 +47,11 @@ export interface Bridge {
   port: number;
   /** Its tools; register built-ins with `registerBuiltinTool(bridge.registry, …)`. */
   registry: ToolRegistry;
+  /**
+   * A new token that may use only the tools `allowedTools` allows (on top of the bridge's own
+   * allowlist): what a step with `allowed_tools` gets as `MCP_API_TOKEN`. Valid until `close()`.
+   */
+  scopedToken(allowedTools: readonly string[]): string;
   /** Stops listening, drops open connections, stops the MCP servers. Idempotent. */
   close(): Promise<void>;
 }
@@ -89,10 +94,12 @@ export async function startBridge(opts: StartBridgeOptions): Promise<Bridge> {
   // Loaded here, not at import: a process that never starts a bridge does not load node:http/http2.
   const { createAdaptorServer } = await import("@hono/node-server");
   let url = "";
+  const scopedTokens = new Map<string, readonly string[]>();
   const app = createBridgeApp({
     registry,
     token,
     allowedTools: opts.allowedTools,
+    scopedTokens,
     redactor,
     callTimeoutMs: opts.callTimeoutMs,
     log,
@@ -125,6 +132,12 @@ export async function startBridge(opts: StartBridgeOptions): Promise<Bridge> {
     token,
     port,
     registry,
+    scopedToken(allowedTools) {
+      const scoped = generateToken();
+      redactor.add("MCP_API_TOKEN", scoped);
+      scopedTokens.set(tokenKey(scoped), [...allowedTools]);
+      return scoped;
+    },
     close() {
       closing ??= (async () => {
         await new Promise<void>((resolve) => {

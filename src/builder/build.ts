@@ -184,7 +184,8 @@ export async function buildStep(
       ? { tools: [createModelStepRunner({ client: () => model() }).subAgentTool(() => orchestrator)] }
       : {}),
   });
-  const bridge: BridgeProvider = () => runBridge.endpoint();
+  // The step's scripts reach only its allowed_tools, as in a run.
+  const bridge: BridgeProvider = () => runBridge.endpoint(step.allowed_tools);
   if (isOrchestrator(step))
     orchestrator = {
       workflow: wf,

@@ -42,13 +42,14 @@ export class RunBridge {
   }
 
   /**
-   * The bridge's URL and token, starting it on the first call. When it cannot start (a bad config
+   * The bridge's URL and a token, starting it on the first call. With `allowedTools` (a step's
+   * `allowed_tools`) the token is a fresh one limited to those tools. When it cannot start (a bad config
    * file, no port to listen on) every call rejects with the same error.
    */
-  async endpoint(): Promise<BridgeEndpoint> {
+  async endpoint(allowedTools?: readonly string[]): Promise<BridgeEndpoint> {
     this.#starting ??= this.#start();
     const bridge = await this.#starting;
-    return { url: bridge.url, token: bridge.token };
+    return { url: bridge.url, token: allowedTools ? bridge.scopedToken(allowedTools) : bridge.token };
   }
 
   async #start(): Promise<Bridge> {

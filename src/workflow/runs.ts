@@ -236,7 +236,11 @@ export async function runWorkflow(
           : {}),
       });
   const given = opts.bridge;
-  const bridge: BridgeProvider = given ? async () => given : () => (runBridge as RunBridge).endpoint();
+  // A step with allowed_tools gets a token of its own that reaches only those tools.
+  const bridgeFor =
+    (step: WorkflowStep): BridgeProvider =>
+    () =>
+      given ? Promise.resolve(given) : (runBridge as RunBridge).endpoint(step.allowed_tools);
 
   // The previous learned step's script_metadata.json update, done while the next script runs (or
   // before anything else happens): it is off the critical path of the run but never skipped.
@@ -293,7 +297,7 @@ export async function runWorkflow(
         dependencyDirs: dirs,
         variables,
         secrets,
-        bridge,
+        bridge: bridgeFor(step),
         baseEnv: env,
         timeoutSeconds,
         groupName: opts.group ?? null,
@@ -354,7 +358,7 @@ export async function runWorkflow(
             workflow: wf,
             step,
             outputDir: stepOutputDir(wf, runId, id),
-            bridge,
+            bridge: bridgeFor(step),
             redactor,
             tokens: 0,
             log: [],

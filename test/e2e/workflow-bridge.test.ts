@@ -214,6 +214,22 @@ describe("scripts call tools through the run's bridge", () => {
     expect(ledgerStep(ws, run).log).toMatch(/bridge POST \/tools\/custom\/upper 200 /);
   });
 
+  test("a step with allowed_tools gets a token of its own: its tools answer, any other is refused with 403", async () => {
+    const { ws, wf } = await setup();
+    const r = await runStep(ws, wf, "scoped");
+    expect(r.status, r.stderr + r.stdout).toBe(0);
+    const run = json(r);
+    expect(readJson(join(wf, "execution", run.run_id, "scoped", "result.json"))).toEqual({
+      sum: 5,
+      upper_status: 403,
+    });
+    const { log } = ledgerStep(ws, run);
+    expect(log).toMatch(/bridge POST \/tools\/mcp\/echo-fixture\/add 200 /);
+    expect(log).toMatch(
+      /bridge POST \/tools\/custom\/upper 403 .*tool custom:upper is not allowed in this run/,
+    );
+  });
+
   test("an unknown tool: the script's ToolError carries the bridge's error text and the step fails with it (exit 8)", async () => {
     const { ws, wf } = await setup();
     const r = await runStep(ws, wf, "unknown-tool");
