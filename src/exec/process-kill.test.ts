@@ -1,9 +1,5 @@
-/**
- * Killing: timeouts, cancellation, the SIGKILL escalation, grandchildren holding pipes, leftovers,
- * and killAllRunning(). Every test proves that no process of the group survives the run.
- */
-import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
+import { isGone, waitGone } from "../testing/processes.js";
 import { buildEnv } from "./env.js";
 import { killAllRunning, runningCount } from "./process-group.js";
 import { runProcess } from "./process-runner.js";
@@ -12,26 +8,6 @@ import type { RunRequest } from "./types.js";
 const env = buildEnv({ inherit: "minimal" });
 const bash = (script: string, extra: Partial<RunRequest> = {}) =>
   runProcess({ command: "bash", args: ["-c", script], env, ...extra });
-
-/** Gone, or a zombie nobody reaped yet (in a container PID 1 may not reap): either way not running. */
-function isGone(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
-  } catch {
-    return true;
-  }
-}
-
-/** Waits (generously) for a pid to die; an event-free poll is fine in a test. */
-async function waitGone(pid: number, ms = 5000): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (isGone(pid)) return true;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return isGone(pid);
-}
 
 const strays: number[] = [];
 afterEach(() => {

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { runProcess } from "../exec/index.js";
+import { waitGone } from "../testing/processes.js";
 import {
   allowedPythonLaunchers,
   detectSandbox,
@@ -392,29 +393,6 @@ describe("the sandboxes keep loopback reachable (the tool bridge)", () => {
     expect(r.stdout.trim()).toBe("bridge-ok");
   });
 });
-
-/** Whether `pid` is gone (or a zombie nobody has reaped yet, which runs nothing). */
-function gone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return true;
-  }
-  try {
-    return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return true;
-  }
-}
-
-async function waitGone(pid: number, ms = 5000): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (gone(pid)) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return gone(pid);
-}
 
 describe("ratchet-confine (Landlock + seccomp, real kernel)", () => {
   const python = findExecutable("python3", process.env.PATH) as string;
