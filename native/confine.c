@@ -1,7 +1,7 @@
 /*
  * ratchet-confine: runs one command with its writes confined, without namespaces.
  *
- *   ratchet-confine [--write DIR]... [--write-file FILE]... [--chdir DIR] -- PROGRAM [ARG]...
+ *   ratchet-confine [--write DIR]... [--write-file FILE]... -- PROGRAM [ARG]...
  *   ratchet-confine --probe
  *
  * The command may read anything, but may create, change, rename or delete files only under the
@@ -112,7 +112,7 @@ static void fail(int code, const char *what, int err) {
 
 static void usage(void) {
   fail(EXIT_SETUP,
-       "usage: ratchet-confine [--write DIR]... [--write-file FILE]... [--chdir DIR] -- PROGRAM [ARG]...",
+       "usage: ratchet-confine [--write DIR]... [--write-file FILE]... -- PROGRAM [ARG]...",
        0);
 }
 
@@ -202,7 +202,6 @@ int main(int argc, char **argv) {
   /* Static, not on the stack or in registers: the vfork child below shares them with us. */
   static const char *dirs[MAX_PATHS], *files[MAX_PATHS];
   static int ndirs = 0, nfiles = 0, probe = 0, cmd = -1;
-  static const char *chdir_to = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--") == 0) {
@@ -214,8 +213,6 @@ int main(int argc, char **argv) {
       dirs[ndirs++] = argv[++i];
     } else if (strcmp(a, "--write-file") == 0 && i + 1 < argc && nfiles < MAX_PATHS) {
       files[nfiles++] = argv[++i];
-    } else if (strcmp(a, "--chdir") == 0 && i + 1 < argc) {
-      chdir_to = argv[++i];
     } else {
       usage();
     }
@@ -253,11 +250,6 @@ int main(int argc, char **argv) {
     if (getppid() != self) _exit(EXIT_SETUP);
     confine(dirs, ndirs, files, nfiles);
     if (probe) _exit(0);
-    if (chdir_to && chdir(chdir_to) != 0) {
-      char what[4200];
-      snprintf(what, sizeof what, "cannot change to %s", chdir_to);
-      fail(EXIT_SETUP, what, errno);
-    }
     execvp(argv[cmd], &argv[cmd]);
     char what[4200];
     snprintf(what, sizeof what, "cannot run %s", argv[cmd]);

@@ -4,34 +4,20 @@
  * (tests), `dist/bridge/` (the compiled library) and `dist/` (the bundled CLI and its chunks).
  */
 import { existsSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ErrorCode, RatchetError } from "../core/index.js";
+import { ErrorCode, findAbove, RatchetError } from "../core/index.js";
 
 /** File names of the helpers. Copy them next to a script under the same names. */
 export const PYTHON_HELPER_FILE = "ratchet_tools.py";
 export const JAVASCRIPT_HELPER_FILE = "ratchet-tools.mjs";
 
 const CANDIDATES = ["helpers", join("src", "bridge", "helpers")];
-const MAX_LEVELS = 5;
-
 let found: string | undefined;
 
 function helpersDir(): string {
+  found ??= findAbove(import.meta.url, CANDIDATES, (d) => existsSync(join(d, PYTHON_HELPER_FILE)));
   if (found) return found;
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i <= MAX_LEVELS; i++) {
-    for (const c of CANDIDATES) {
-      const candidate = join(dir, c);
-      if (existsSync(join(candidate, PYTHON_HELPER_FILE))) {
-        found = candidate;
-        return candidate;
-      }
-    }
-    const up = dirname(dir);
-    if (up === dir) break;
-    dir = up;
-  }
   throw new RatchetError(
     ErrorCode.Internal,
     `the bridge's script helpers (${PYTHON_HELPER_FILE}) were not found above ${fileURLToPath(import.meta.url)}: is src/bridge/helpers in the package?`,

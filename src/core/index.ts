@@ -9,6 +9,7 @@ export {
   RatchetError,
   toRatchetError,
 } from "./errors.js";
+export { findAbove } from "./find-above.js";
 export { lazyBuiltin } from "./lazy-builtin.js";
 export {
   DEFAULT_LEASE_SECONDS,

@@ -7,12 +7,11 @@
  * explains refusals in words, the sandbox is the boundary. Elsewhere (no Landlock, or
  * `RATCHET_SANDBOX=off`) commands run with the guard and the scrubbed environment only.
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { isAbsolute, resolve } from "node:path";
-import { ErrorCode, RatchetError } from "../core/index.js";
 import { type ProcessRunner, type RunRequest, realProcessRunner } from "../exec/index.js";
-import { detectSandbox } from "../workflow/sandbox.js";
+import { confineArgs, detectSandbox } from "../workflow/sandbox.js";
 import { gitRun } from "./git.js";
 
 /** How the runner's commands are confined for one task. */
@@ -32,8 +31,9 @@ export interface CommandSandbox {
 }
 
 /**
- * Probes the launcher and prepares the sandbox for commands run in `worktree`. Never throws for a
- * missing sandbox: it reports `none` with the reason.
+ * Probes the launcher and prepares the sandbox for commands run in `worktree` (preflight already
+ * refused `extraWritable` folders that do not exist). Never throws for a missing sandbox: it
+ * reports `none` with the reason.
  */
 export async function commandSandbox(
   worktree: string,
@@ -52,21 +52,12 @@ export async function commandSandbox(
     };
   }
   const confine = info.confinePath;
-  extraWritable.forEach((p, i) => {
-    if (!existsSync(p))
-      throw new RatchetError(
-        ErrorCode.SchemaViolation,
-        `task spec: writable_paths[${i}]: ${p} does not exist (create it first: the sandbox can only open existing folders)`,
-        { field: `writable_paths[${i}]` },
-      );
-  });
   // The worktree's admin folder lives in the source's .git/worktrees/<name>: git status, diff and
   // add inside the worktree write its index there, and nothing else of the source.
   const gitDir = await gitRun(["rev-parse", "--absolute-git-dir"], worktree, runner);
   const admin = gitDir.exitCode === 0 ? gitDir.stdout.trim() : "";
   const tmp = mkdtempSync(resolve(tmpdir(), "ratchet-runner-tmp-"));
   const writable = [worktree, ...(isAbsolute(admin) ? [admin] : []), tmp, ...extraWritable];
-  const args = [...writable.flatMap((d) => ["--write", d]), "--write-file", "/dev/null", "--"];
   return {
     protection: "landlock",
     reason: info.reason,
@@ -75,7 +66,7 @@ export async function commandSandbox(
     wrap: (req) => ({
       ...req,
       command: confine,
-      args: [...args, req.command, ...(req.args ?? [])],
+      args: confineArgs(writable, [req.command, ...(req.args ?? [])]),
       env: { ...(req.env ?? {}), TMPDIR: tmp },
     }),
     dispose: () => rmSync(tmp, { recursive: true, force: true }),

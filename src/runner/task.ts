@@ -347,7 +347,6 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
     }
     art.writeText("hunk.md", hunkMarkdown(spec, best, result.changed_files));
 
-    sandbox.dispose();
     await worktrees.remove(spec.cwd, wt);
     art.event("worktree_removed", { path: wt });
     worktree = undefined;

@@ -22,8 +22,8 @@
  * `=bubblewrap` allows only that launcher for Python.
  */
 import { accessSync, constants, existsSync, statSync } from "node:fs";
-import { delimiter, dirname, isAbsolute, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { delimiter, isAbsolute, join } from "node:path";
+import { findAbove } from "../core/index.js";
 import { buildEnv, type ProcessRunner, realProcessRunner } from "../exec/index.js";
 import { PROBE_TIMEOUT_MS } from "./run-limits.js";
 
@@ -106,22 +106,11 @@ let confineFound: string | null | undefined;
  * in tests, `dist/workflow/` and the bundle in `dist/bundle/`), or undefined when it was not built.
  */
 export function findConfine(): string | undefined {
-  if (confineFound !== undefined) return confineFound ?? undefined;
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 5; i++) {
-    for (const c of CONFINE_CANDIDATES) {
-      const candidate = join(dir, c);
-      if (findExecutable(candidate, undefined)) {
-        confineFound = candidate;
-        return candidate;
-      }
-    }
-    const up = dirname(dir);
-    if (up === dir) break;
-    dir = up;
-  }
-  confineFound = null;
-  return undefined;
+  if (confineFound === undefined)
+    confineFound =
+      findAbove(import.meta.url, CONFINE_CANDIDATES, (p) => findExecutable(p, undefined) !== undefined) ??
+      null;
+  return confineFound ?? undefined;
 }
 
 /** Finds an executable the way a shell would: a path is checked as-is, a bare name in `pathEnv`. */
@@ -171,6 +160,14 @@ function bwrapArgs(
     "--",
     ...command,
   ];
+}
+
+/**
+ * `ratchet-confine`'s command line: `command` may write only under `writable` (folders) and to
+ * `/dev/null`. Used for learned scripts here and for the runner's commands (runner/confine.ts).
+ */
+export function confineArgs(writable: readonly string[], command: readonly string[]): string[] {
+  return [...writable.flatMap((d) => ["--write", d]), "--write-file", "/dev/null", "--", ...command];
 }
 
 async function probeLandlock(runner: ProcessRunner, env: NodeJS.ProcessEnv): Promise<PythonProbe> {
@@ -351,16 +348,7 @@ export function wrapCommand(cmd: ScriptCommand, sandbox: SandboxInfo): WrappedCo
     if (sandbox.python === "landlock" && sandbox.confinePath)
       return {
         command: sandbox.confinePath,
-        args: [
-          "--write",
-          cmd.outputDir,
-          ...(cmd.tmpDir ? ["--write", cmd.tmpDir] : []),
-          "--write-file",
-          "/dev/null",
-          "--",
-          cmd.interpreter,
-          ...direct,
-        ],
+        args: confineArgs([cmd.outputDir, ...(cmd.tmpDir ? [cmd.tmpDir] : [])], [cmd.interpreter, ...direct]),
         protection: "landlock",
       };
     if (sandbox.python !== "bubblewrap" || !sandbox.bwrapPath)
