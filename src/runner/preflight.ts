@@ -3,7 +3,7 @@
  * root with a commit), dirty paths overlapping the allowlist, and the DoD run once in a fresh
  * worktree, which must FAIL (a passing DoD proves nothing) unless `allow_passing_dod`.
  */
-import { existsSync, realpathSync } from "node:fs";
+import { existsSync, realpathSync, statSync } from "node:fs";
 import { type ProcessRunner, realProcessRunner } from "../exec/index.js";
 import { type CommandSandbox, commandSandbox } from "./confine.js";
 import { type DodRun, runDod } from "./dod.js";
@@ -20,6 +20,7 @@ export const Refusal = {
   DirtyOverlap: "dirty_overlap",
   VacuousDod: "vacuous_dod",
   OutsideAllowlist: "patch_outside_allowlist",
+  WritablePathMissing: "writable_path_missing",
 } as const;
 export type Refusal = (typeof Refusal)[keyof typeof Refusal];
 
@@ -76,6 +77,14 @@ export async function preflightRepo(
     refusals.push({ code: Refusal.NotARepo, message: `cwd ${spec.cwd} does not exist` });
     return done();
   }
+  // The command sandbox can only open folders that exist.
+  spec.writable_paths.forEach((p, i) => {
+    if (!existsSync(p) || !statSync(p).isDirectory())
+      refusals.push({
+        code: Refusal.WritablePathMissing,
+        message: `writable_paths[${i}]: ${p} is not an existing folder (create it first)`,
+      });
+  });
   const top = await gitRun(["rev-parse", "--show-toplevel"], spec.cwd, runner);
   if (top.exitCode !== 0) {
     refusals.push({

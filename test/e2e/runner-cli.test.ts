@@ -6,7 +6,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { DryRunReport } from "../../src/runner/index.js";
 import { startScriptedModel } from "../../src/testing/scripted-model.js";
 import { assertBuilt, query, ROOT, ratchet } from "../helpers/cli.js";
-import { calcSpec, fixTurns, GIT_IDENTITY, makeRepo, type TestRepo } from "../helpers/runner-repo.js";
+import { calcSpec, fixTurns, GIT_IDENTITY, git, makeRepo, type TestRepo } from "../helpers/runner-repo.js";
 
 vi.setConfig({ testTimeout: 60_000 });
 beforeAll(() => assertBuilt());
@@ -57,6 +57,26 @@ describe("ratchet runner", () => {
     const bad = await ratchet(["runner", "run", spec], { cwd: r.root, env: env() });
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain("surprise");
+  });
+
+  it("refuses writable_paths that do not exist (exit 4 naming the field), before any worktree or model call", async () => {
+    const missing = "/nonexistent/ratchet-cache";
+    const { r, spec } = setup({ writable_paths: [missing] });
+    const model = await startScriptedModel({ script: { turns: [] } });
+    cleanups.push(() => model.close());
+    for (const cmd of ["dry-run", "run"]) {
+      const res = await ratchet(["runner", cmd, spec, "--json"], { cwd: r.root, env: env(model.url) });
+      expect(res.status, res.stderr).toBe(4);
+      const out = JSON.parse(res.stdout) as { refusals: { code: string; message: string }[] };
+      expect(out.refusals).toEqual([
+        {
+          code: "writable_path_missing",
+          message: `writable_paths[0]: ${missing} is not an existing folder (create it first)`,
+        },
+      ]);
+    }
+    expect(model.requests()).toHaveLength(0);
+    expect(git(r.repo, "worktree", "list", "--porcelain").match(/^worktree /gm)).toHaveLength(1);
   });
 
   it("run passes (exit 0), then status and watch read the output folder", async () => {
