@@ -10,7 +10,6 @@ import { bodyLimit } from "hono/body-limit";
 import type { ServerContext } from "./context.js";
 import { replyCode, replyError, ServerErrorCode } from "./http.js";
 import { MAX_BODY_BYTES } from "./limits.js";
-import { openApiExtras } from "./openapi.js";
 import { ledgerRoutes } from "./routes/ledger.js";
 import { mcpRoutes } from "./routes/mcp.js";
 import { openapiRoutes } from "./routes/openapi.js";
@@ -36,6 +35,8 @@ export interface RouteKit {
    * mounted group documents its routes where the built-in ones are.
    */
   describe: (paths: Record<string, unknown>) => void;
+  /** What the groups described so far (read by `GET /openapi.json`). */
+  described: Readonly<Record<string, unknown>>;
 }
 
 /** A group of routes. Mount more with {@link ServerAppOptions.extraRoutes}. */
@@ -119,8 +120,8 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
     auth,
     readOnly,
     describe: (paths) => Object.assign(described, paths),
+    described,
   };
-  openApiExtras.set(app, described);
   for (const group of [...BUILTIN_ROUTES, ...(opts.extraRoutes ?? [])]) group(app, kit);
   staticRoutes(app, kit);
   return app;

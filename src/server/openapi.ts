@@ -45,9 +45,6 @@ const get = (
   },
 });
 
-/** OpenAPI paths the route groups of each app described (read by `GET /openapi.json`). */
-export const openApiExtras = new WeakMap<object, Record<string, unknown>>();
-
 /** Builds the document; `extraPaths` are path items described by mounted route groups. */
 export function openApiDocument(extraPaths: Record<string, unknown> = {}): Record<string, unknown> {
   const paths: Record<string, unknown> = {
