@@ -29,6 +29,8 @@ export interface RunBridgeOptions {
 export class RunBridge {
   readonly #opts: RunBridgeOptions;
   #starting: Promise<Bridge> | undefined;
+  /** One scoped token per allowlist: a step calls endpoint() once per script or tool call. */
+  readonly #scoped = new Map<string, string>();
   #lines: string[] = [];
   #dropped = 0;
 
@@ -49,7 +51,14 @@ export class RunBridge {
   async endpoint(allowedTools?: readonly string[]): Promise<BridgeEndpoint> {
     this.#starting ??= this.#start();
     const bridge = await this.#starting;
-    return { url: bridge.url, token: allowedTools ? bridge.scopedToken(allowedTools) : bridge.token };
+    if (!allowedTools) return { url: bridge.url, token: bridge.token };
+    const key = JSON.stringify(allowedTools);
+    let token = this.#scoped.get(key);
+    if (!token) {
+      token = bridge.scopedToken(allowedTools);
+      this.#scoped.set(key, token);
+    }
+    return { url: bridge.url, token };
   }
 
   async #start(): Promise<Bridge> {
