@@ -16,5 +16,6 @@ export const ThreadEvent = {
   OrchestratorSaved: "orchestrator.saved",
   MissionFired: "mission.fired",
   DocumentSaved: "document.saved",
+  ProposalDecided: "proposal.decided",
 } as const;
 export type ThreadEvent = (typeof ThreadEvent)[keyof typeof ThreadEvent];

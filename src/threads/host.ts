@@ -335,7 +335,8 @@ export class HostCalls {
     const doc = this.d.docs.get(docId);
     if (!doc || doc.kind !== DocKind.Skill) return pyError("ValueError", `no skill ${docId}`);
     return ctx.commit({ value: null }, () => {
-      const m = parseMeta(doc);
+      // Read again inside the transaction: another thread may have counted a use meanwhile.
+      const m = parseMeta(this.d.docs.get(docId) ?? doc);
       m.usage_count = ((m.usage_count as number) ?? 0) + 1;
       const key = success ? "success_count" : "failure_count";
       m[key] = ((m[key] as number) ?? 0) + 1;

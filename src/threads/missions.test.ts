@@ -141,6 +141,14 @@ describe("proposals", () => {
     expect(svc.versions.active().version).toBe(1);
     await expect(acceptProposal(svc, good!.doc_id)).rejects.toThrow("was already accepted");
     expect(() => rejectProposal(svc, good!.doc_id, "late")).toThrow("was already accepted");
+    // Each decision is one event, written with it (a refused second decision writes none).
+    const decided = svc.threads.store.db
+      .prepare("SELECT entity_id, payload FROM events WHERE type = 'proposal.decided' ORDER BY id")
+      .all() as { entity_id: string; payload: string }[];
+    expect(decided.map((e) => [e.entity_id, JSON.parse(e.payload).status])).toEqual([
+      [bad.doc_id, "rejected"],
+      [good!.doc_id, "accepted"],
+    ]);
     const next = await svc.start("use the new loop");
     expect(next.thread.orchestrator_version).toBe(1);
     expect(next.thread.final_result).toBe("v-next: handled by the new version");

@@ -9,6 +9,7 @@ import type { Completion, CompletionRequest, ModelClient } from "../model/index.
 import { openSqlite, SqliteStore } from "../store/index.js";
 import type { ActionProvider } from "./actions.js";
 import { DocKind, type DocumentRow, parseMeta } from "./documents.js";
+import { ThreadEvent } from "./events.js";
 import { EffectType } from "./policy.js";
 import { ThreadService } from "./service.js";
 import { montyVm, type VmFactory } from "./vm.js";
@@ -105,21 +106,12 @@ export async function acceptProposal(
   docId: string,
   vm: VmFactory = montyVm,
 ): Promise<{ version?: number; docId?: string }> {
-  const doc = svc.docs.get(docId);
-  if (!doc || doc.kind !== DocKind.Proposal)
-    throw new RatchetError(ErrorCode.NotFound, `proposal ${docId} not found`, { docId });
-  const meta = parseMeta(doc);
-  if (meta.status !== "pending")
-    throw new RatchetError(
-      ErrorCode.IllegalTransition,
-      `proposal ${docId} was already ${String(meta.status)}`,
-      { docId },
-    );
+  const { doc, meta } = pendingProposal(svc, docId);
   if (meta.target === "orchestrator") {
     try {
       vm.check(doc.content, "orchestrator.py");
     } catch (e) {
-      svc.docs.updateMeta(docId, { ...meta, status: "rejected", rejected_because: (e as Error).message });
+      decide(svc, doc, { ...meta, status: "rejected", rejected_because: (e as Error).message });
       throw new RatchetError(
         ErrorCode.InvalidValue,
         `proposal ${docId} does not parse: ${(e as Error).message}`,
@@ -128,29 +120,48 @@ export async function acceptProposal(
     }
     const failures = await selfTestOrchestrator(doc.content, vm);
     if (failures.length > 0) {
-      svc.docs.updateMeta(docId, { ...meta, status: "rejected", rejected_because: failures.join("; ") });
+      decide(svc, doc, { ...meta, status: "rejected", rejected_because: failures.join("; ") });
       throw new RatchetError(
         ErrorCode.WorkFailed,
         `proposal ${docId} failed the test threads: ${failures.join("; ")}`,
         { docId },
       );
     }
-    const v = svc.versions.save(doc.content, vm, { proposal: docId, reason: meta.reason ?? null });
-    svc.docs.updateMeta(docId, { ...meta, status: "accepted", version: v.version });
-    return { version: v.version };
+    return svc.threads.tx(() => {
+      pendingProposal(svc, docId); // still pending once the test threads are done
+      const v = svc.versions.save(doc.content, vm, { proposal: docId, reason: meta.reason ?? null });
+      decide(svc, doc, { ...meta, status: "accepted", version: v.version });
+      return { version: v.version };
+    });
   }
-  const saved = svc.docs.insert({
-    kind: DocKind.Prompt,
-    title: "system_prompt",
-    content: doc.content,
-    meta: { proposal: docId },
+  return svc.threads.tx(() => {
+    const saved = svc.docs.insert({
+      kind: DocKind.Prompt,
+      title: "system_prompt",
+      content: doc.content,
+      meta: { proposal: docId },
+    });
+    decide(svc, doc, { ...meta, status: "accepted", prompt_doc: saved.doc_id });
+    return { docId: saved.doc_id };
   });
-  svc.docs.updateMeta(docId, { ...meta, status: "accepted", prompt_doc: saved.doc_id });
-  return { docId: saved.doc_id };
 }
 
 /** Rejects a pending proposal with a reason. */
 export function rejectProposal(svc: ThreadService, docId: string, reason: string): void {
+  svc.threads.tx(() => {
+    const { doc, meta } = pendingProposal(svc, docId);
+    decide(svc, doc, { ...meta, status: "rejected", rejected_because: reason });
+  });
+}
+
+/**
+ * The proposal `docId` and its metadata, while it is still pending.
+ * @throws RatchetError `not_found`, or `illegal_transition` when it was already decided.
+ */
+function pendingProposal(
+  svc: ThreadService,
+  docId: string,
+): { doc: DocumentRow; meta: Record<string, unknown> } {
   const doc = svc.docs.get(docId);
   if (!doc || doc.kind !== DocKind.Proposal)
     throw new RatchetError(ErrorCode.NotFound, `proposal ${docId} not found`, { docId });
@@ -161,5 +172,18 @@ export function rejectProposal(svc: ThreadService, docId: string, reason: string
       `proposal ${docId} was already ${String(meta.status)}`,
       { docId },
     );
-  svc.docs.updateMeta(docId, { ...meta, status: "rejected", rejected_because: reason });
+  return { doc, meta };
+}
+
+/** Records a decision on a proposal and its event, in one transaction. */
+function decide(svc: ThreadService, doc: DocumentRow, meta: Record<string, unknown>): void {
+  svc.threads.tx(() => {
+    svc.docs.updateMeta(doc.doc_id, meta);
+    svc.threads.store.appendEvent({
+      entityKind: "document",
+      entityId: doc.doc_id,
+      type: ThreadEvent.ProposalDecided,
+      payload: { status: meta.status, target: meta.target ?? null },
+    });
+  });
 }

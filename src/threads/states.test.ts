@@ -59,6 +59,7 @@ describe("thread states", () => {
       "orchestrator.saved",
       "mission.fired",
       "document.saved",
+      "proposal.decided",
     ]);
   });
 });

@@ -109,23 +109,25 @@ export class OrchestratorVersions {
         },
       );
     }
-    const next = Math.max(DEFAULT_ORCHESTRATOR_VERSION, ...this.list().map((v) => v.version)) + 1;
-    const doc = this.docs.insert({
-      kind: DocKind.Orchestrator,
-      title: ORCHESTRATOR_TITLE,
-      tags: [ORCHESTRATOR_TAG],
-      version: next,
-      content: code,
-      meta,
-    });
-    this.threads.tx(() =>
+    // The number, the document and the event in one transaction: two saves cannot take one number.
+    const next = this.threads.tx(() => {
+      const n = Math.max(DEFAULT_ORCHESTRATOR_VERSION, ...this.list().map((v) => v.version)) + 1;
+      const doc = this.docs.insert({
+        kind: DocKind.Orchestrator,
+        title: ORCHESTRATOR_TITLE,
+        tags: [ORCHESTRATOR_TAG],
+        version: n,
+        content: code,
+        meta,
+      });
       this.threads.store.appendEvent({
         entityKind: "orchestrator",
-        entityId: String(next),
+        entityId: String(n),
         type: ThreadEvent.OrchestratorSaved,
-        payload: { version: next, doc_id: doc.doc_id, ...meta },
-      }),
-    );
+        payload: { version: n, doc_id: doc.doc_id, ...meta },
+      });
+      return n;
+    });
     return this.get(next);
   }
 
