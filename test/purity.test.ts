@@ -29,6 +29,7 @@ const PURE = [
   "src/model/messages.ts",
   "src/runner/guard.ts",
   "src/runner/score.ts",
+  "src/runner/dod-summary.ts",
   "src/builder/prompt.ts",
   "src/builder/text.ts",
   "src/threads/states.ts",

@@ -1,7 +1,8 @@
 /**
  * Scoring and the assertion check (pure). The DoD dominates: a passing DoD scores 1.0; a failing
- * one scores below 0.5, scaled by the passing share of test counts found in its output.
+ * one scores below 0.5, scaled by the passing share in its test runner's summary line.
  */
+import { parseDodSummary } from "./dod-summary.js";
 import type { DodAssertion } from "./spec.js";
 
 /** Highest score of a failing DoD (exclusive). */
@@ -18,24 +19,19 @@ export function assertionHolds(
     : run.output.includes(assertion.text);
 }
 
-/** Test counts in an output ("3 passed", "1 failed", "2 errors", pytest/vitest/jest/go style). */
+/**
+ * Test counts of a DoD output, read only from its test runner's summary line (see dod-summary.ts):
+ * `failed` includes errors. `undefined` when no summary line is recognised.
+ */
 export function parseTestCounts(output: string): { passed: number; failed: number } | undefined {
-  const sum = (re: RegExp) => {
-    let n = 0;
-    let seen = false;
-    for (const m of output.matchAll(re)) {
-      n += Number(m[1]);
-      seen = true;
-    }
-    return seen ? n : undefined;
-  };
-  const passed = sum(/(\d+)\s+(?:passed|passing)\b/gi);
-  const failed = sum(/(\d+)\s+(?:failed|failing|errors?)\b/gi);
-  if (passed === undefined && failed === undefined) return undefined;
-  return { passed: passed ?? 0, failed: failed ?? 0 };
+  const s = parseDodSummary(output);
+  return s ? { passed: s.passed, failed: s.failed + s.errors } : undefined;
 }
 
-/** The score of a round: 1.0 when the DoD passes, else `0.49 × passed/(passed+failed)` (0 without counts). */
+/**
+ * The score of a round: 1.0 when the DoD passes, else `0.49 × passed/(passed+failed)` from the
+ * runner's summary line; 0 (pass/fail only) when no summary line is recognised.
+ */
 export function scoreRound(passed: boolean, output: string): number {
   if (passed) return 1;
   const counts = parseTestCounts(output);
