@@ -30,6 +30,7 @@ const PURE = [
   "src/runner/guard.ts",
   "src/runner/score.ts",
   "src/runner/dod-summary.ts",
+  "src/runner/dod-normalise.ts",
   "src/builder/prompt.ts",
   "src/builder/text.ts",
   "src/threads/states.ts",

@@ -8,6 +8,9 @@ export type { TaskEvent } from "./artifacts.js";
 export { TaskArtifacts, TaskState, TERMINAL_STATES, taskIdsIn, writeAtomic } from "./artifacts.js";
 export type { DodRun } from "./dod.js";
 export { commandEnv, runDod, SCRUBBED_ENV } from "./dod.js";
+export { normaliseDodOutput } from "./dod-normalise.js";
+export type { TestSummary } from "./dod-summary.js";
+export { parseDodSummary, SummaryRunner } from "./dod-summary.js";
 export type { GuardContext, GuardVerdict } from "./guard.js";
 export { checkCommand, parseCommandLine } from "./guard.js";
 export {

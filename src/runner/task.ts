@@ -12,6 +12,7 @@ import { applyToSource, type SourceApplyResult } from "./apply.js";
 import { TaskArtifacts, type TaskEvent, type TaskState } from "./artifacts.js";
 import { type CommandSandbox, commandSandbox } from "./confine.js";
 import { type DodRun, runDod } from "./dod.js";
+import { normaliseDodOutput } from "./dod-normalise.js";
 import {
   READ_CONTEXT_MAX_BYTES,
   ROUND_MAX_MODEL_CALLS,
@@ -318,7 +319,7 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
         stop = TaskStop.Cancelled;
         break;
       }
-      const key = `${hashText(patch)}:${hashText(dod.output)}`;
+      const key = `${hashText(patch)}:${hashText(normaliseDodOutput(dod.output, [wt, spec.cwd]))}`;
       if (key === prevKey && patch === lastPatch) {
         stop = TaskStop.NoProgress;
         break;
