@@ -33,7 +33,35 @@ const STATUS_LABEL: Partial<Record<ModelErrorKind, string>> = {
   auth: "authentication failed",
 };
 
+/**
+ * The text of an error frame a server sent inside a 200 stream: OpenAI-compatible
+ * `data: {"error": {"message": …, "type": …, "code": …}}` or Anthropic's `event: error` (`{type,
+ * message}`). The SDKs hand the parsed object over as is; `String()` of it is `[object Object]`.
+ */
+function frameText(frame: object): string {
+  const f = frame as { message?: unknown; type?: unknown; code?: unknown; error?: unknown };
+  if (typeof f.message !== "string") {
+    if (f.error && typeof f.error === "object") return frameText(f.error);
+    try {
+      return `the server sent an error frame: ${JSON.stringify(frame)}`;
+    } catch {
+      return "the server sent an unreadable error frame";
+    }
+  }
+  const tags = [
+    typeof f.type === "string" && f.type !== "" ? `type ${f.type}` : "",
+    (typeof f.code === "string" && f.code !== "") || typeof f.code === "number" ? `code ${f.code}` : "",
+  ].filter(Boolean);
+  return `the server reported an error in the stream: ${f.message}${tags.length > 0 ? ` (${tags.join(", ")})` : ""}`;
+}
+
+/** An error frame's parsed body (not an `Error`: what the SDKs pass on from the stream). */
+function isErrorFrame(err: unknown): err is object {
+  return err !== null && typeof err === "object" && !(err instanceof Error);
+}
+
 function errorText(err: unknown): string {
+  if (isErrorFrame(err)) return frameText(err);
   if (!(err instanceof Error)) return String(err);
   const cause = err.cause instanceof Error ? err.cause : undefined;
   const code = (cause as { code?: unknown } | undefined)?.code ?? (err as { code?: unknown }).code;
@@ -88,6 +116,8 @@ export function classifyFailure(err: unknown, ctx: FailureContext): ModelError |
       ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
     });
   }
+  // Part of the reply may have reached the caller: never retried once started (see `incomplete_stream`).
+  if (isErrorFrame(err)) return make(ctx.started ? "incomplete_stream" : "server_error", frameText(err));
   if (ctx.started) return make("incomplete_stream", `the reply stream broke off: ${errorText(err)}`);
   if (isNetworkError(err)) return make("connection", `connection failed: ${errorText(err)}`);
   if (AISDKError.isInstance(err)) return make("bad_request", `the request was refused: ${errorText(err)}`);

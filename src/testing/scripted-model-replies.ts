@@ -148,7 +148,7 @@ export function completionBody(reply: ScriptReply, ctx: ReplyContext): Record<st
 export function errorBody(
   message: string,
   type: string,
-  code: string | null = null,
+  code: string | number | null = null,
 ): Record<string, unknown> {
   return { error: { message, type, param: null, code } };
 }

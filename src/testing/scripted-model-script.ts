@@ -39,6 +39,20 @@ const replyShape = {
   finish_reason: z.string().min(1).optional(),
   error: errorSchema.optional(),
   /**
+   * Answer 200, then report an error inside the reply: a streamed reply sends its text and tool
+   * call deltas, then the frame `data: {"error": {"message", "type", "param": null, "code"}}` and
+   * `[DONE]` (no finish chunk), as OpenAI-compatible servers (vLLM, LiteLLM, llama.cpp) do when
+   * generation fails mid-way; a plain reply is the 200 JSON body `{"error": {…}}`.
+   */
+  stream_error: z
+    .strictObject({
+      message: z.string(),
+      /** Default `server_error`. */
+      type: z.string().optional(),
+      code: z.union([z.string(), z.number()]).nullable().optional(),
+    })
+    .optional(),
+  /**
    * End the reply mid-way: `true` closes the SSE stream cleanly after about half of it (no
    * `finish_reason`, no `[DONE]`); `"reset"` destroys the connection at the same point.
    */

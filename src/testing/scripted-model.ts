@@ -165,6 +165,14 @@ export async function startScriptedModel(options: ScriptedModelOptions): Promise
       promptChars: view.messages.reduce((n, m) => n + m.content.length, 0),
     };
     entry.status = 200;
+    const frame = reply.stream_error
+      ? errorBody(
+          reply.stream_error.message,
+          reply.stream_error.type ?? "server_error",
+          reply.stream_error.code,
+        )
+      : undefined;
+    if (request.stream !== true && frame) return sendJson(res, 200, frame);
     if (request.stream !== true) {
       if (!reply.cut) return sendJson(res, 200, completionBody(reply, ctx));
       const text = JSON.stringify(completionBody(reply, ctx));
@@ -179,7 +187,9 @@ export async function startScriptedModel(options: ScriptedModelOptions): Promise
       "cache-control": "no-cache",
       connection: "keep-alive",
     });
-    const chunks = reply.cut ? plan.chunks.slice(0, plan.cutAfter) : plan.chunks;
+    // An error frame replaces the finish chunk: what came before it has reached the client.
+    const sent = frame ? [...plan.chunks.slice(0, -1), frame] : plan.chunks;
+    const chunks = reply.cut ? sent.slice(0, plan.cutAfter) : sent;
     const frames = chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join("");
     if (reply.cut === "reset") return resetAfter(res, frames);
     res.end(reply.cut ? frames : `${frames}data: [DONE]\n\n`);
