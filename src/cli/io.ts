@@ -70,12 +70,57 @@ export async function parseJsonOrYaml(text: string, source: string): Promise<unk
   }
 }
 
-/** Writes a line to stdout. */
+/**
+ * A reader that went away (`ratchet events | head -1`: the pipe is closed, writes fail with
+ * EPIPE) is not an error. From the first failed write on, that stream is treated as gone: nothing
+ * more is written to it, no stack trace is printed, and the work goes on to its end, so a write
+ * flow always finishes its transaction and the process exits with the status it would have had
+ * (docs/exit-codes.md). Commands that only print until interrupted (`events --follow`) stop at
+ * once through {@link onStdoutGone} and exit 0.
+ */
+const gone = { stdout: false, stderr: false };
+const goneListeners = new Set<() => void>();
+let guarded = false;
+
+/** Installs the broken-pipe handling on stdout and stderr (once per process; idempotent). */
+export function guardStdio(): void {
+  if (guarded) return;
+  guarded = true;
+  // Any error on a standard stream means its reader is gone (EPIPE, ECONNRESET, a destroyed
+  // stream after that): there is nobody left to tell, so it is recorded, never thrown.
+  process.stdout.on("error", () => {
+    if (gone.stdout) return;
+    gone.stdout = true;
+    for (const fn of [...goneListeners]) fn();
+  });
+  process.stderr.on("error", () => {
+    gone.stderr = true;
+  });
+}
+
+/** Whether stdout's reader went away. */
+export function stdoutGone(): boolean {
+  return gone.stdout;
+}
+
+/** Calls `fn` when stdout's reader goes away (at once if it already has). Returns the unsubscribe. */
+export function onStdoutGone(fn: () => void): () => void {
+  if (gone.stdout) {
+    fn();
+    return () => {};
+  }
+  goneListeners.add(fn);
+  return () => goneListeners.delete(fn);
+}
+
+/** Writes a line to stdout (nothing once its reader went away). */
 export function out(text: string): void {
+  if (gone.stdout) return;
   process.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
 }
 
-/** Writes a line to stderr. */
+/** Writes a line to stderr (nothing once its reader went away). */
 export function err(text: string): void {
+  if (gone.stderr) return;
   process.stderr.write(text.endsWith("\n") ? text : `${text}\n`);
 }

@@ -6,7 +6,7 @@ import { Command, CommanderError } from "commander";
 import { ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
 import type { Op } from "../ledger/index.js";
 import { initWorkspace, SqliteStore } from "../store/index.js";
-import { err, out } from "./io.js";
+import { err, guardStdio, out } from "./io.js";
 import { events, planList, planShow, projectAdd, projectList } from "./reads.js";
 import { reviewCommand } from "./review-command.js";
 import { runBatch, runWriteFlow } from "./write-flows.js";
@@ -665,6 +665,7 @@ function addThreadCommands(
 
 /** Runs the CLI with `argv` (as `process.argv`) and returns the exit status. */
 export async function main(argv: readonly string[] = process.argv): Promise<number> {
+  guardStdio();
   let status = 0;
   const program = build((n) => {
     status = n;

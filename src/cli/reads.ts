@@ -4,7 +4,7 @@ import { ErrorCode, RatchetError } from "../core/index.js";
 import { renderPlan, showPlan } from "../ledger/index.js";
 import type { EventRow } from "../store/index.js";
 import { type GlobalOptions, withContext } from "./context.js";
-import { out } from "./io.js";
+import { onStdoutGone, out } from "./io.js";
 
 export async function planShow(
   planId: string,
@@ -106,7 +106,9 @@ export async function events(
         watcher = undefined;
       }
       const timer = setInterval(kick, 1000);
+      let unsubscribe = () => {};
       const stop = () => {
+        unsubscribe();
         // The store closes once this resolves: a drain still queued must not touch it.
         stopped = true;
         if (pending) clearTimeout(pending);
@@ -118,6 +120,8 @@ export async function events(
       };
       process.on("SIGINT", stop);
       process.on("SIGTERM", stop);
+      // Nobody reads any more (`events --follow | head -1`): following is pointless.
+      unsubscribe = onStdoutGone(stop);
       if (timeoutMs > 0) setTimeout(stop, timeoutMs).unref();
     });
     return 0;
