@@ -76,6 +76,15 @@ describe("parseDodSummary on text that is not a summary line", () => {
     expect(parseDodSummary("===== 3 passed, 1 warning in 65.12s (0:01:05) =====")).toEqual(s("pytest", 3, 0));
     expect(parseDodSummary("============ no tests ran in 0.01s ============")).toEqual(s("pytest", 0, 0));
   });
+  it("pytest plugin words are ignored, the known ones count", () => {
+    expect(parseDodSummary("==== 1 failed, 4 passed, 3 subtests passed, 1 rerun in 0.30s ====")).toEqual(
+      s("pytest", 4, 1),
+    );
+    expect(parseDodSummary("==== 3 subtests passed in 0.30s ====")).toBeUndefined();
+  });
+  it("a later line of the right shape but unknown words does not hide an earlier summary", () => {
+    expect(parseDodSummary("2 passed, 1 failed\n3 apples, 4 pears\n")).toEqual(s("counts", 2, 1));
+  });
   it("cargo sums one result line per test binary", () => {
     const line = (p: number, f: number) =>
       `test result: ${f ? "FAILED" : "ok"}. ${p} passed; ${f} failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s`;

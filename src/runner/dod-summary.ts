@@ -67,31 +67,42 @@ function summary(runner: SummaryRunner, counts: Partial<Omit<TestSummary, "runne
   };
 }
 
-/** The last line index matching `re`, with its match. */
-function lastMatch(lines: readonly string[], re: RegExp): { at: number; m: RegExpMatchArray } | undefined {
+/** The last line `read` accepts, with what it read. */
+function lastLine<T>(lines: readonly string[], read: (line: string) => T | undefined) {
   for (let i = lines.length - 1; i >= 0; i--) {
-    const m = (lines[i] as string).match(re);
-    if (m) return { at: i, m };
+    const value = read(lines[i] as string);
+    if (value !== undefined) return { at: i, value };
   }
   return undefined;
 }
 
-/** `N word` items separated by `sep`; `undefined` unless every item is a known word. */
+type Counts = Partial<Record<keyof Omit<TestSummary, "runner">, number>>;
+
+/**
+ * `N word` items separated by `sep`. `undefined` when an item is not `N word`, or (unless
+ * `ignoreUnknown`) names a word not in `words`, or when no item names a known word.
+ */
 function countItems(
   text: string,
   sep: RegExp,
-  words: Record<string, keyof Omit<TestSummary, "runner"> | null>,
-) {
-  const counts: Partial<Record<keyof Omit<TestSummary, "runner">, number>> = {};
+  words: Record<string, keyof Counts | null>,
+  ignoreUnknown = false,
+): Counts | undefined {
+  const counts: Counts = {};
+  let known = false;
   for (const item of text.split(sep)) {
     const m = item.trim().match(/^(\d+) ([a-z][a-z ]*)$/);
     if (!m) return undefined;
     const word = m[2] as string;
-    if (!(word in words)) return undefined;
+    if (!Object.hasOwn(words, word)) {
+      if (ignoreUnknown) continue;
+      return undefined;
+    }
+    known = true;
     const key = words[word];
     if (key) counts[key] = (counts[key] ?? 0) + Number(m[1]);
   }
-  return counts;
+  return known ? counts : undefined;
 }
 
 const PYTEST_WORDS = {
@@ -110,16 +121,15 @@ const PYTEST_WORDS = {
 
 /** `=== 1 failed, 2 passed, 1 error in 0.12s ===` and `-q`'s `1 failed, 2 passed in 0.03s`. */
 const pytest: LineParser = (lines) => {
-  const hit = lastMatch(
-    lines,
-    /^(?:=+ )?((?:\d+ [a-z]+)(?:, \d+ [a-z]+)*) in [\d.]+s(?: \([\d:]+\))?(?: =+)?$/,
-  );
-  if (hit) {
-    const counts = countItems(hit.m[1] as string, /, /, PYTEST_WORDS);
-    if (counts) return { summary: summary("pytest", counts), at: hit.at };
-  }
-  const none = lastMatch(lines, /^(?:=+ )?no tests ran in [\d.]+s(?: =+)?$/);
-  return none ? { summary: summary("pytest", {}), at: none.at } : undefined;
+  // Plugins add their own words (`3 subtests passed`, `1 rerun`): ignored, the known ones count.
+  const line =
+    /^(?:=+ )?(\d+ [a-z]+(?: [a-z]+)?(?:, \d+ [a-z]+(?: [a-z]+)?)*) in [\d.]+s(?: \([\d:]+\))?(?: =+)?$/;
+  const hit = lastLine(lines, (l) => {
+    const m = l.match(line);
+    if (m) return countItems(m[1] as string, /, /, PYTEST_WORDS, true);
+    return /^(?:=+ )?no tests ran in [\d.]+s(?: =+)?$/.test(l) ? {} : undefined;
+  });
+  return hit && { summary: summary("pytest", hit.value), at: hit.at };
 };
 
 /** `Ran 5 tests in 0.001s`, a blank line, then `OK`, `OK (skipped=1)` or `FAILED (failures=2, errors=1)`. */
@@ -154,16 +164,20 @@ const JS_WORDS = {
 
 /** `Tests:       1 failed, 1 skipped, 4 passed, 6 total`. */
 const jest: LineParser = (lines) => {
-  const hit = lastMatch(lines, /^Tests:\s+(.+), (\d+) total$/);
-  const counts = hit && countItems(hit.m[1] as string, /, /, JS_WORDS);
-  return hit && counts ? { summary: summary("jest", counts), at: hit.at } : undefined;
+  const hit = lastLine(lines, (l) => {
+    const m = l.match(/^Tests:\s+(.+), \d+ total$/);
+    return m ? countItems(m[1] as string, /, /, JS_WORDS) : undefined;
+  });
+  return hit && { summary: summary("jest", hit.value), at: hit.at };
 };
 
 /** `      Tests  2 failed | 2 passed | 1 skipped (5)`. */
 const vitest: LineParser = (lines) => {
-  const hit = lastMatch(lines, /^\s*Tests {2}(.+) \((\d+)\)$/);
-  const counts = hit && countItems(hit.m[1] as string, / \| /, JS_WORDS);
-  return hit && counts ? { summary: summary("vitest", counts), at: hit.at } : undefined;
+  const hit = lastLine(lines, (l) => {
+    const m = l.match(/^\s*Tests {2}(.+) \(\d+\)$/);
+    return m ? countItems(m[1] as string, / \| /, JS_WORDS) : undefined;
+  });
+  return hit && { summary: summary("vitest", hit.value), at: hit.at };
 };
 
 /** Every `test result: FAILED. 2 passed; 1 failed; 1 ignored; …` line (one per test binary), summed. */
@@ -214,9 +228,9 @@ const goTest: LineParser = (lines) => {
 
 /** mocha's epilogue: `  2 passing (8ms)`, then optionally `  1 pending` and `  1 failing`. */
 const mocha: LineParser = (lines) => {
-  const hit = lastMatch(lines, /^\s*(\d+) passing \(\d+(?:ms|s|m)\)$/);
+  const hit = lastLine(lines, (l) => l.match(/^\s*(\d+) passing \(\d+(?:ms|s|m)\)$/)?.[1]);
   if (!hit) return undefined;
-  const s = summary("mocha", { passed: Number(hit.m[1]) });
+  const s = summary("mocha", { passed: Number(hit.value) });
   let at = hit.at;
   for (let i = hit.at + 1; i <= hit.at + 2; i++) {
     const m = (lines[i] ?? "").match(/^\s*(\d+) (pending|failing)$/);
@@ -230,7 +244,7 @@ const mocha: LineParser = (lines) => {
 
 /** node --test: the TAP (`# pass 2`) or spec (`ℹ pass 2`) totals block after `tests N`. */
 const nodeTest: LineParser = (lines) => {
-  const start = lastMatch(lines, /^(?:#|ℹ) tests \d+$/);
+  const start = lastLine(lines, (l) => (/^(?:#|ℹ) tests \d+$/.test(l) ? true : undefined));
   if (!start) return undefined;
   const s = summary("node-test", {});
   let at = start.at;
@@ -248,19 +262,21 @@ const nodeTest: LineParser = (lines) => {
   return { summary: s, at };
 };
 
+const COUNT_WORDS = {
+  passed: "passed",
+  failed: "failed",
+  error: "errors",
+  errors: "errors",
+  skipped: "skipped",
+} as const;
+
 /** A line of counts and nothing else: `0 passed, 2 failed` (hand-written test scripts). */
 const counts: LineParser = (lines) => {
-  const hit = lastMatch(lines, /^\s*(\d+ [a-z]+(?:, \d+ [a-z]+)*)\s*$/);
-  const found =
-    hit &&
-    countItems(hit.m[1] as string, /, /, {
-      passed: "passed",
-      failed: "failed",
-      error: "errors",
-      errors: "errors",
-      skipped: "skipped",
-    });
-  return hit && found ? { summary: summary("counts", found), at: hit.at } : undefined;
+  const hit = lastLine(lines, (l) => {
+    const m = l.match(/^\s*(\d+ [a-z]+(?:, \d+ [a-z]+)*)\s*$/);
+    return m ? countItems(m[1] as string, /, /, COUNT_WORDS) : undefined;
+  });
+  return hit && { summary: summary("counts", hit.value), at: hit.at };
 };
 
 const PARSERS: readonly LineParser[] = [
