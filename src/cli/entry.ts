@@ -6,7 +6,7 @@
  * the same shape too: both paths call the same `runWriteFlow`.
  */
 import type { Op } from "../ledger/index.js";
-import { guardStdio } from "./io.js";
+import { finalStatus, guardStdio } from "./io.js";
 import { runWriteFlow } from "./write-flows.js";
 
 /** `<group> <verb>` → marker op of the write flows that take exactly one input argument. */
@@ -49,7 +49,8 @@ export function plainWriteFlow(args: readonly string[]): { op: Op; input: string
 export async function main(argv: readonly string[] = process.argv): Promise<number> {
   guardStdio();
   const flow = plainWriteFlow(argv.slice(2));
-  if (flow) return runWriteFlow(flow.op, flow.input, flow.db !== undefined ? { db: flow.db } : {});
+  if (flow)
+    return finalStatus(await runWriteFlow(flow.op, flow.input, flow.db !== undefined ? { db: flow.db } : {}));
   const full = await import("./main.js");
-  return full.main(argv);
+  return finalStatus(await full.main(argv));
 }

@@ -81,21 +81,41 @@ export async function parseJsonOrYaml(text: string, source: string): Promise<unk
 const gone = { stdout: false, stderr: false };
 const goneListeners = new Set<() => void>();
 let guarded = false;
+/** A stdout write that failed for another reason than a reader that went away (a full disk). */
+let stdoutFailure: string | undefined;
+
+/** Errors that only mean "nobody reads this stream any more". */
+const READER_GONE = new Set(["EPIPE", "ECONNRESET", "ERR_STREAM_DESTROYED", "ERR_STREAM_WRITE_AFTER_END"]);
 
 /** Installs the broken-pipe handling on stdout and stderr (once per process; idempotent). */
 export function guardStdio(): void {
   if (guarded) return;
   guarded = true;
-  // Any error on a standard stream means its reader is gone (EPIPE, ECONNRESET, a destroyed
-  // stream after that): there is nobody left to tell, so it is recorded, never thrown.
-  process.stdout.on("error", () => {
+  // An error on a standard stream is recorded, never thrown: after it nothing can be written there.
+  process.stdout.on("error", (e: NodeJS.ErrnoException) => {
     if (gone.stdout) return;
     gone.stdout = true;
+    if (!READER_GONE.has(e.code ?? "")) stdoutFailure = e.message;
     for (const fn of [...goneListeners]) fn();
   });
   process.stderr.on("error", () => {
     gone.stderr = true;
   });
+}
+
+/**
+ * The exit status once the command is done: `status`, or 1 when stdout failed for another reason
+ * than a reader that went away (a full disk: the output is lost, which the caller must learn; the
+ * reason goes to stderr). A closed pipe keeps `status`.
+ */
+export async function finalStatus(status: number): Promise<number> {
+  // A failed write is reported as an `error` event on a later tick: let it arrive first.
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  if (stdoutFailure === undefined) return status;
+  err(
+    `ratchet: cannot write to standard output (${stdoutFailure}); the command itself finished with status ${status}`,
+  );
+  return status === 0 ? 1 : status;
 }
 
 /** Whether stdout's reader went away. */

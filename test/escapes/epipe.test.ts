@@ -12,6 +12,7 @@
  * `head -c 1`.
  */
 import { spawn, spawnSync } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   assertBuilt,
@@ -139,6 +140,29 @@ describe("escape: a closed pipe crashes the CLI", () => {
       plans[0]?.plan_id,
     );
     expect(ev).toHaveLength(1);
+  });
+
+  it("a stdout that fails for another reason (/dev/full: ENOSPC) is not hidden: exit 1, reason on stderr, plan stored", async () => {
+    const goal = "published onto a full disk";
+    const full = openSync("/dev/full", "w");
+    const child = spawn(process.execPath, [BIN, "plan", "publish", "-"], {
+      cwd: ws.dir,
+      env: childEnv(),
+      stdio: ["pipe", full, "pipe"],
+    });
+    closeSync(full);
+    let stderr = "";
+    child.stderr?.setEncoding("utf8");
+    child.stderr?.on("data", (c: string) => {
+      stderr += c;
+    });
+    child.stdin?.end(JSON.stringify({ goal, steps: [{ title: "a", type: "THINKING" }] }));
+    const status = await new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+    expect(stderr).toContain("cannot write to standard output");
+    expect(stderr).toContain("ENOSPC");
+    expect(stderr).not.toMatch(/Unhandled 'error' event|internal error|\n\s+at /);
+    expect(status).toBe(1);
+    expect(query(ws, "SELECT plan_id FROM plans WHERE goal = ?", goal)).toHaveLength(1);
   });
 
   it("`step run` with stdout AND stderr closed while its command prints: the step still completes", async () => {
