@@ -86,6 +86,19 @@ describe("escape: a closed pipe crashes the CLI", () => {
     expect(r.status).toBe(0);
   });
 
+  it("`ratchet events | head -1` in a real shell pipeline: one line, no stack trace, exit 0", () => {
+    const r = spawnSync("bash", ["-c", `node "$BIN" events | head -1; echo "status=\${PIPESTATUS[0]}"`], {
+      cwd: ws.dir,
+      env: childEnv({ BIN }),
+      encoding: "utf8",
+    });
+    expect(r.stderr).not.toMatch(NO_TRACE);
+    const lines = r.stdout.trim().split("\n");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^#1 /);
+    expect(lines[1]).toBe("status=0");
+  });
+
   it("`ratchet events --follow` stops at once when nobody reads, exit 0", async () => {
     const r = await withClosedPipes(["events", "--follow"]);
     expect(r.stderr).not.toMatch(NO_TRACE);
