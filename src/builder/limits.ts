@@ -35,3 +35,5 @@ export const SAVE_FILE_MAX_BYTES = 1024 * 1024;
 export const SAVE_MAX_FILES = 64;
 /** Bytes of all the files the save-back keeps together; more refuse the save. */
 export const SAVE_TOTAL_MAX_BYTES = 4 * 1024 * 1024;
+/** Entries of `code/` a snapshot looks at (saved or not); a folder with more refuses the save. */
+export const SAVE_SCAN_MAX_ENTRIES = 4096;

@@ -8,14 +8,21 @@
  * by {@link SAVE_FILE_MAX_BYTES}, {@link SAVE_MAX_FILES} and {@link SAVE_TOTAL_MAX_BYTES}. Anything
  * else — a symbolic link, a FIFO, a device, a socket, a file over a limit — refuses the snapshot,
  * naming the file. {@link RanCode} takes one right before each working-copy run and checks after it
- * that the run left the folder's code as it found it.
+ * that the run left the folder's code as it found it. Files a run itself created (working files,
+ * or a link it planted) are left out of later snapshots while they stay as the run left them: only
+ * what the agent wrote is saved.
  */
 import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, lstatSync, opendirSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { PYTHON_HELPER_FILE } from "../bridge/index.js";
 import { type LearnedStepResult, notRun, StepOutcome } from "../workflow/index.js";
-import { SAVE_FILE_MAX_BYTES, SAVE_MAX_FILES, SAVE_TOTAL_MAX_BYTES } from "./limits.js";
+import {
+  SAVE_FILE_MAX_BYTES,
+  SAVE_MAX_FILES,
+  SAVE_SCAN_MAX_ENTRIES,
+  SAVE_TOTAL_MAX_BYTES,
+} from "./limits.js";
 
 /** One saved file: its name in `code/`, its bytes and their sha256 (hex). */
 export interface CodeFile {
@@ -98,8 +105,21 @@ export function readRegular(abs: string, label: string, max: number): Buffer | s
 
 const sha256 = (b: Buffer): string => createHash("sha256").update(b).digest("hex");
 
-/** The saveable files of `codeDir` (missing folder: no files), or the first refusal. */
-export function snapshotCode(codeDir: string, limits: SnapshotLimits = DEFAULT_LIMITS): CodeSnapshot {
+/** Who a directory entry is, without following it: a rewrite (write + rename) makes a new one. */
+function identity(abs: string): string | undefined {
+  const st = lstatSync(abs, { throwIfNoEntry: false });
+  return st ? `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}` : undefined;
+}
+
+/**
+ * The saveable files of `codeDir` (missing folder: no files), or the first refusal. An entry named
+ * in `runMade` whose identity is still the one recorded there is left out.
+ */
+export function snapshotCode(
+  codeDir: string,
+  limits: SnapshotLimits = DEFAULT_LIMITS,
+  runMade: ReadonlyMap<string, string> = new Map(),
+): CodeSnapshot {
   let dir: ReturnType<typeof opendirSync>;
   try {
     dir = opendirSync(codeDir);
@@ -112,9 +132,14 @@ export function snapshotCode(codeDir: string, limits: SnapshotLimits = DEFAULT_L
   }
   const files: CodeFile[] = [];
   let total = 0;
+  let entries = 0;
   try {
     for (let e = dir.readSync(); e !== null; e = dir.readSync()) {
+      if (++entries > SAVE_SCAN_MAX_ENTRIES)
+        return { ok: false, refusal: `code/ holds more than ${SAVE_SCAN_MAX_ENTRIES} entries: not saved` };
       if (skipped(e.name) || e.isDirectory()) continue;
+      const made = runMade.get(e.name);
+      if (made !== undefined && made === identity(join(codeDir, e.name))) continue;
       if (files.length >= limits.maxFiles)
         return { ok: false, refusal: `code/ holds more than ${limits.maxFiles} files: not saved` };
       const label = `code/${e.name}`;
@@ -158,6 +183,8 @@ export function changedCode(before: CodeSnapshot & { ok: true }, codeDir: string
  */
 export class RanCode {
   #last: CodeSnapshot | undefined;
+  /** Entries the runs created, with their identity as the run left them. */
+  #runMade = new Map<string, string>();
 
   constructor(private readonly codeDir: string) {}
 
@@ -168,10 +195,11 @@ export class RanCode {
 
   /** Snapshots `code/`, runs, verifies. A refused snapshot does not run. */
   async around(run: () => Promise<LearnedStepResult>): Promise<LearnedStepResult> {
-    const before = snapshotCode(this.codeDir);
+    const before = snapshotCode(this.codeDir, DEFAULT_LIMITS, this.#runMade);
     this.#last = before;
     if (!before.ok) return notRun(StepOutcome.ScriptFailed, `${before.refusal}; the script was not run`);
     const r = await run();
+    this.#noteRunMade(before);
     const changed = changedCode(before, this.codeDir);
     if (changed.length === 0) return r;
     const note = `${changed.join("\n")}\na learned script must not rewrite its own code: not saved`;
@@ -186,5 +214,27 @@ export class RanCode {
         : {}),
       log: `${r.log}\n${note}`,
     };
+  }
+
+  /** Records the top-level entries that are not in `before` (bounded like a snapshot's listing). */
+  #noteRunMade(before: CodeSnapshot & { ok: true }): void {
+    const known = new Set(before.files.map((f) => f.name));
+    this.#runMade = new Map();
+    let dir: ReturnType<typeof opendirSync>;
+    try {
+      dir = opendirSync(this.codeDir);
+    } catch {
+      return;
+    }
+    try {
+      let entries = 0;
+      for (let e = dir.readSync(); e !== null && ++entries <= SAVE_SCAN_MAX_ENTRIES; e = dir.readSync()) {
+        if (known.has(e.name) || skipped(e.name)) continue;
+        const id = identity(join(this.codeDir, e.name));
+        if (id !== undefined) this.#runMade.set(e.name, id);
+      }
+    } finally {
+      dir.closeSync();
+    }
   }
 }
