@@ -83,6 +83,49 @@ const PYTHON: Case[] = [
     4,
   ],
   ["raise SystemExit before work", 'import os\nraise SystemExit(0)\nprint(os.listdir("."))\n', "R9", 2],
+  // Dynamic code (R11) and computed lookups (R12): a learned script has no reason for either.
+  ["exec of base64", 'import base64\nexec(base64.b64decode("cHJpbnQoMSk="))\n', "R11", 2],
+  ["eval aliased", 'e = eval\ne("1 + 1")\n', "R11", 2],
+  ["exec imported under another name", 'from builtins import exec as run\nrun("x = 1")\n', "R11", 2],
+  ["exec through __builtins__", 'b = __builtins__\nb.exec("x = 1")\n', "R11", 2],
+  [
+    "exec through getattr of builtins",
+    'import builtins\ngetattr(builtins, "ex" + "ec")("x = 1")\n',
+    "R11",
+    2,
+  ],
+  ["compile", 'code = compile("x = 1", "<s>", "exec")\n', "R11", 1],
+  ["eval passed on", "import sys\nvals = list(map(eval, sys.argv[1:]))\n", "R11", 2],
+  ["__import__ of a computed name", "import sys\nm = __import__(sys.argv[1])\n", "R12", 2],
+  [
+    "import_module of a computed name",
+    'import importlib\nname = "o" + chr(115)\nm = importlib.import_module(name)\n',
+    "R12",
+    3,
+  ],
+  ["getattr(os, computed)", "import os, sys\nf = getattr(os, sys.argv[1])\n", "R12", 2],
+  ["globals()[…]", 'globals()["x"] = 1\n', "R12", 1],
+  ["vars() of the module", "v = vars()\n", "R12", 1],
+  ["__builtins__ access", "x = __builtins__.__dict__\n", "R12", 1],
+  ["setattr on a module", 'import os\nsetattr(os, "getcwd", lambda: "/")\n', "R12", 2],
+  ["sys.modules[computed]", "import sys\nm = sys.modules[sys.argv[1]]\n", "R12", 2],
+  ["__subclasses__ escape", "x = ().__class__.__bases__[0].__subclasses__()\n", "R12", 1],
+  // A JSON result held in a string and written out (R13); refs held as data (R10).
+  [
+    "json.dump of json.loads of a literal",
+    'import json, os\nwith open(os.path.join(os.environ["STEP_OUTPUT_DIR"], "o.json"), "w") as f:\n    json.dump(json.loads(\'{"answer": 42}\'), f)\n',
+    "R13",
+    3,
+  ],
+  [
+    "JSON text through a constant",
+    'import os\nR = \'{"total": 3, "items": [1, 2, 3]}\'\nopen(os.path.join(os.environ["STEP_OUTPUT_DIR"], "o.json"), "w").write(R)\n',
+    "R13",
+    3,
+  ],
+  ["ref in a dict", 'step = {"action": "click", "ref": "e123"}\n', "R10", 1],
+  ["ref as a keyword", 'def browser(*a, **k): pass\nbrowser("click", ref="e7")\n', "R10", 2],
+  ["ref in JSON text", 'payload = \'{"ref": "e42", "action": "click"}\'\n', "R10", 1],
 ];
 
 const JAVASCRIPT: Case[] = [
@@ -124,6 +167,26 @@ const JAVASCRIPT: Case[] = [
     3,
   ],
   ["process.exit(0) before work", 'import fs from "fs";\nprocess.exit(0);\nfs.readFileSync("x");\n', "R9", 2],
+  ["eval", 'eval("1 + 1");\n', "R11", 1],
+  ["eval aliased", 'const e = eval;\ne("1 + 1");\n', "R11", 2],
+  ["indirect eval", '(0, eval)("1 + 1");\n', "R11", 1],
+  ["globalThis.eval", 'globalThis["ev" + "al"]("1 + 1");\n', "R11", 1],
+  ["new Function", 'const f = new Function("return 1");\n', "R11", 1],
+  ["Function()", 'const f = Function("return 1");\n', "R11", 1],
+  ["constructor of a constructor", '({}).constructor.constructor("return 1")();\n', "R11", 1],
+  ["vm", 'import vm from "node:vm";\nvm.runInNewContext("1 + 1");\n', "R11", 2],
+  ["setTimeout with code text", 'setTimeout("x = 1", 10);\n', "R11", 1],
+  ["require(computed)", "const m = require(process.argv[2]);\n", "R12", 1],
+  ["import(computed)", "const m = await import(process.argv[2]);\n", "R12", 1],
+  ["globalThis[computed]", "const f = globalThis[process.argv[2]];\n", "R12", 1],
+  ["process.binding", 'const b = process.binding("fs");\n', "R12", 1],
+  [
+    "JSON text written out",
+    'import fs from "node:fs";\nfs.writeFileSync(process.env.STEP_OUTPUT_DIR + "/o.json", \'{"answer": 42}\');\n',
+    "R13",
+    2,
+  ],
+  ["ref in an object", 'const step = { action: "click", ref: "e12" };\n', "R10", 1],
 ];
 
 async function rulesAt(source: string, language: "python" | "javascript", line: number): Promise<string[]> {
