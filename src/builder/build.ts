@@ -62,7 +62,7 @@ import { builderSystemPrompt, initialTask, repairFeedback, type TaskFacts } from
 import { AttemptRecorder } from "./record.js";
 import { saveBack } from "./save-back.js";
 import { scriptTools, skillNotesPath } from "./script-tools.js";
-import { RanCode } from "./snapshot.js";
+import { RanCode, readCodeText } from "./snapshot.js";
 import { headTailChars } from "./text.js";
 
 export type AttemptKind = "fast_path" | "author" | "repair" | "code_exec";
@@ -290,7 +290,7 @@ export async function buildStep(
     next: string | undefined,
   ): Promise<void> => {
     const n = attempts.length + 1;
-    const current = readIf(join(codeDir, SCRIPT));
+    const current = readCodeText(codeDir, SCRIPT);
     let diffRel: string | null = null;
     if (kind !== "fast_path" && current !== undefined && current !== previous) {
       const text = await unifiedDiff(previous, current, {
@@ -371,7 +371,7 @@ export async function buildStep(
       );
       if (passed && !recheck) notSaved = "the saved script passes: nothing to build";
       else if (locked) notSaved = "lock_code is set: no repair, nothing saved";
-      previous = readIf(join(codeDir, SCRIPT));
+      previous = readCodeText(codeDir, SCRIPT);
     } else if (locked) {
       await close(
         "fast_path",

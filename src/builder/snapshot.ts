@@ -103,6 +103,15 @@ export function readRegular(abs: string, label: string, max: number): Buffer | s
   }
 }
 
+/**
+ * `code/main.py` (or another file of `code/`) as text when it is a regular file within
+ * {@link SAVE_FILE_MAX_BYTES}; undefined otherwise (missing, a link — never followed — or too big).
+ */
+export function readCodeText(codeDir: string, name: string): string | undefined {
+  const b = readRegular(join(codeDir, name), `code/${name}`, SAVE_FILE_MAX_BYTES);
+  return typeof b === "string" ? undefined : b.toString("utf8");
+}
+
 const sha256 = (b: Buffer): string => createHash("sha256").update(b).digest("hex");
 
 /** Who a directory entry is, without following it: a rewrite (write + rename) makes a new one. */

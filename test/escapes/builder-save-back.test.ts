@@ -9,7 +9,7 @@
  *     nothing of the secrets file reaches learnings/ (nor the model);
  * (c) leaves a file over the size limit in code/ — the save is refused, naming the file.
  */
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { buildStep } from "../../src/builder/build.js";
@@ -18,13 +18,15 @@ import { builderFixture, clientOf, GOOD, scripted, writesScript } from "../helpe
 
 const SECRET = "hunter2-SAVE-BACK-CANARY-7f3a";
 
-/** Every file under `dir`, recursively, as text. */
+/** Every regular file under `dir`, recursively, as text (links are not followed: a link is not a copy). */
 function allText(dir: string): string {
   if (!existsSync(dir)) return "";
   let out = "";
   for (const name of readdirSync(dir)) {
     const abs = join(dir, name);
-    out += statSync(abs).isDirectory() ? allText(abs) : readFileSync(abs, "utf8");
+    const st = lstatSync(abs);
+    if (st.isDirectory()) out += allText(abs);
+    else if (st.isFile()) out += readFileSync(abs, "utf8");
   }
   return out;
 }
@@ -56,32 +58,36 @@ function writesFiles(files: Record<string, string>) {
   };
 }
 
-function withSecrets() {
+function withSecrets(sandbox: "off" | "auto" = "off") {
   const f = builderFixture();
   writeFileSync(join(f.ctx.workspace.dir, "secrets"), `API_TOKEN=${SECRET}\n`);
+  if (sandbox === "auto") f.env.RATCHET_SANDBOX = undefined;
   return f;
 }
 
 describe("escape: the Builder saves only the bytes that ran", () => {
-  it("(a) a script that rewrites its own main.py while it runs is not a pass and is not saved", async () => {
-    const f = withSecrets();
-    const selfRewriting = candidate([
-      `open(os.path.join(code, "main.py"), "w").write(${JSON.stringify(REWRITTEN)})`,
-    ]);
-    // Every agent writes the self-rewriting script again: no attempt may pass, nothing is saved.
-    const model = await scripted({ turns: [], default: writesScript(selfRewriting) });
-    const r = await buildStep(f.ctx, f.wf(), "report", { env: f.env, model: clientOf(model) });
-    expect(r.attempts[0]?.outcome).toBe("script_failed");
-    expect(r.attempts[0]?.error).toMatch(/code\/main\.py changed while the script ran/);
-    expect(r.verdict).toBe("failed");
-    expect(r.saved).toBeNull();
-    expect(r.not_saved_reason).toMatch(/code\/main\.py changed while the script ran/);
-    expect(existsSync(join(f.home, "learnings", "report", "main.py"))).toBe(false);
-    expect(allText(join(f.home, "learnings"))).not.toContain("REWRITTEN-DURING-THE-RUN");
-    // The agent was told why, so an honest one can repair it.
-    const repair = JSON.stringify(model.requests()[1]?.body);
-    expect(repair).toContain("must not rewrite its own code");
-  });
+  it.each(["off", "auto"] as const)(
+    "(a) a script that rewrites its own main.py while it runs is not a pass and is not saved (sandbox %s)",
+    async (sandbox) => {
+      const f = withSecrets(sandbox);
+      const selfRewriting = candidate([
+        `open(os.path.join(code, "main.py"), "w").write(${JSON.stringify(REWRITTEN)})`,
+      ]);
+      // Every agent writes the self-rewriting script again: no attempt may pass, nothing is saved.
+      const model = await scripted({ turns: [], default: writesScript(selfRewriting) });
+      const r = await buildStep(f.ctx, f.wf(), "report", { env: f.env, model: clientOf(model) });
+      expect(r.attempts[0]?.outcome).toBe("script_failed");
+      expect(r.attempts[0]?.error).toMatch(/code\/main\.py changed while the script ran/);
+      expect(r.verdict).toBe("failed");
+      expect(r.saved).toBeNull();
+      expect(r.not_saved_reason).toMatch(/code\/main\.py changed while the script ran/);
+      expect(existsSync(join(f.home, "learnings", "report", "main.py"))).toBe(false);
+      expect(allText(join(f.home, "learnings"))).not.toContain("REWRITTEN-DURING-THE-RUN");
+      // The agent was told why, so an honest one can repair it.
+      const repair = JSON.stringify(model.requests()[1]?.body);
+      expect(repair).toContain("must not rewrite its own code");
+    },
+  );
 
   it("(a) after a self-rewriting attempt, what is saved is the repaired script that ran, never the rewritten text", async () => {
     const f = withSecrets();
@@ -116,19 +122,22 @@ describe("escape: the Builder saves only the bytes that ran", () => {
     expect(existsSync(join(f.home, "learnings", "report", "helper.py"))).toBe(false);
   });
 
-  it("(b) a link code/extra.py -> .ratchet/secrets planted by the run never reaches learnings/", async () => {
-    const f = withSecrets();
-    const planting = candidate([`os.symlink(${SECRETS_FROM_CODE}, os.path.join(code, "extra.py"))`]);
-    const model = await scripted({ turns: [writesScript(planting)] });
-    const r = await buildStep(f.ctx, f.wf(), "report", { env: f.env, model: clientOf(model) });
-    expect(r.verdict).toBe("passed");
-    // The saved folder is the one the run started from: main.py, without the planted link.
-    expect(r.saved).toMatchObject({ script_version: 1 });
-    const saved = join(f.home, "learnings", "report");
-    expect(readFileSync(join(saved, "main.py"), "utf8")).toBe(planting);
-    expect(existsSync(join(saved, "extra.py"))).toBe(false);
-    expect(allText(join(f.home, "learnings"))).not.toContain(SECRET);
-  });
+  it.each(["off", "auto"] as const)(
+    "(b) a link code/extra.py -> .ratchet/secrets planted by the run never reaches learnings/ (sandbox %s)",
+    async (sandbox) => {
+      const f = withSecrets(sandbox);
+      const planting = candidate([`os.symlink(${SECRETS_FROM_CODE}, os.path.join(code, "extra.py"))`]);
+      const model = await scripted({ turns: [writesScript(planting)] });
+      const r = await buildStep(f.ctx, f.wf(), "report", { env: f.env, model: clientOf(model) });
+      expect(r.verdict).toBe("passed");
+      // The saved folder is the one the run started from: main.py, without the planted link.
+      expect(r.saved).toMatchObject({ script_version: 1 });
+      const saved = join(f.home, "learnings", "report");
+      expect(readFileSync(join(saved, "main.py"), "utf8")).toBe(planting);
+      expect(existsSync(join(saved, "extra.py"))).toBe(false);
+      expect(allText(join(f.home, "learnings"))).not.toContain(SECRET);
+    },
+  );
 
   it("(b) a run that swaps main.py for a link to .ratchet/secrets: refused, nothing of the secrets saved or shown to the model", async () => {
     const f = withSecrets();
@@ -148,6 +157,8 @@ describe("escape: the Builder saves only the bytes that ran", () => {
     expect(r.attempts[1]?.error).toMatch(/code\/main\.py is a symbolic link.*the script was not run/);
     expect(allText(join(f.home, "learnings"))).not.toContain(SECRET);
     for (const q of model.requests()) expect(JSON.stringify(q.body)).not.toContain(SECRET);
+    // Nor into the run folder (the attempt diffs of code/fix-diffs/ read main.py without following it).
+    expect(allText(join(f.home, "execution"))).not.toContain(SECRET);
   });
 
   it("(c) a file of code/ over the size limit is refused, naming it", async () => {
