@@ -123,6 +123,13 @@ const PYTHON: Case[] = [
     "R13",
     3,
   ],
+  [
+    "builtins namespace through getattr",
+    'getattr(getattr(__import__("builtins"), "__dict__"), "get")("exec")("x = 1")\n',
+    "R12",
+    1,
+  ],
+  ["__globals__ by getattr", 'def f():\n    pass\ng = getattr(f, "__globals__")\n', "R12", 3],
   ["ref in a dict", 'step = {"action": "click", "ref": "e123"}\n', "R10", 1],
   ["ref as a keyword", 'def browser(*a, **k): pass\nbrowser("click", ref="e7")\n', "R10", 2],
   ["ref in JSON text", 'payload = \'{"ref": "e42", "action": "click"}\'\n', "R10", 1],
@@ -186,6 +193,16 @@ const JAVASCRIPT: Case[] = [
     "R13",
     2,
   ],
+  ["Function from an async arrow", 'const F = (async () => {}).constructor;\nnew F("return 1");\n', "R11", 1],
+  ["Function.prototype.constructor", 'Function.prototype.constructor("return 1")();\n', "R11", 1],
+  [
+    "createRequire(computed)",
+    'import { createRequire } from "node:module";\nconst req = createRequire(import.meta.url);\nreq(process.argv[2]);\n',
+    "R12",
+    3,
+  ],
+  ["module.require(computed)", "module.require(process.argv[2]);\n", "R12", 1],
+  ["import of a data: URL", 'await import("data:text/javascript,export default 1");\n', "R11", 1],
   ["ref in an object", 'const step = { action: "click", ref: "e12" };\n', "R10", 1],
 ];
 

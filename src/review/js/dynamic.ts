@@ -22,7 +22,16 @@ const EXEC = new Set([
   "module.prototype._compile",
 ]);
 /** Ways into Node's internals. */
-const INTERNALS = new Set(["process.binding", "process._linkedBinding", "process.dlopen", "module._load"]);
+const INTERNALS = new Set([
+  "process.binding",
+  "process._linkedBinding",
+  "process.dlopen",
+  "module._load",
+  "module.constructor._load",
+  "module.Module._load",
+]);
+/** Callables that load a module by name. */
+const REQUIRES = new Set(["require", "module.require", "process.mainModule.require"]);
 const GLOBAL_OBJECTS = new Set(["globalThis", "global"]);
 
 export interface DynamicCode {
@@ -58,7 +67,10 @@ export function dynamicCodeAt(ev: JsEvaluator, n: AnyNode): DynamicCode | undefi
       if ((q === "setTimeout" || q === "setInterval") && first && first.type !== "SpreadElement") {
         if (constantText(ev.value(first)) !== undefined) return { kind: "exec", api: `${q}(<code text>)` };
       }
-      if (q === "require" && computed(ev, first)) return { kind: "lookup", api: "require(<computed>)" };
+      if (isRequire(ev, n.callee, q)) {
+        if (computed(ev, first)) return { kind: "lookup", api: "require(<computed>)" };
+        if (isDataUrl(ev, first)) return { kind: "exec", api: "require(<data: URL>)" };
+      }
       if (q === "Reflect.get" && first && first.type !== "SpreadElement") {
         const target = ev.qualify(first);
         if (target && GLOBAL_OBJECTS.has(target) && computed(ev, n.arguments[1]))
@@ -70,9 +82,14 @@ export function dynamicCodeAt(ev: JsEvaluator, n: AnyNode): DynamicCode | undefi
       return undefined;
     }
     case "ImportExpression":
-      return computed(ev, n.source) ? { kind: "lookup", api: "import(<computed>)" } : undefined;
+      if (computed(ev, n.source)) return { kind: "lookup", api: "import(<computed>)" };
+      return isDataUrl(ev, n.source) ? { kind: "exec", api: "import(<data: URL>)" } : undefined;
     case "MemberExpression": {
-      if (n.object.type === "Super" || !n.computed) return undefined;
+      if (n.object.type === "Super") return undefined;
+      // `(async () => {}).constructor`, `x.constructor.constructor`: the Function constructor.
+      if (ev.memberKey(n) === "constructor" && functionConstructorBase(ev, n.object))
+        return { kind: "exec", api: ".constructor of a function" };
+      if (!n.computed) return undefined;
       const target = ev.qualify(n.object);
       if (target && GLOBAL_OBJECTS.has(target) && ev.memberKey(n) === undefined)
         return { kind: "lookup", api: `${target}[<computed>]` };
@@ -87,6 +104,39 @@ export function dynamicCodeAt(ev: JsEvaluator, n: AnyNode): DynamicCode | undefi
     default:
       return undefined;
   }
+}
+
+/** `require`, `module.require`, or what `createRequire(…)` returned. */
+function isRequire(ev: JsEvaluator, callee: AnyNode, q: string | undefined): boolean {
+  if (q && REQUIRES.has(q)) return true;
+  let c: AnyNode = callee;
+  if (c.type === "Identifier") {
+    const b = ev.tree.lookup(c.name, c);
+    if (b?.kind !== "value") return false;
+    c = b.value;
+  }
+  return (
+    c.type === "CallExpression" &&
+    c.callee.type !== "Super" &&
+    ev.qualify(c.callee) === "module.createRequire"
+  );
+}
+
+/** A module specifier that is code text (`data:text/javascript,…`). */
+function isDataUrl(ev: JsEvaluator, n: AnyNode | undefined): boolean {
+  if (!n || n.type === "SpreadElement") return false;
+  return /^\s*data:/i.test(constantText(ev.value(n)) ?? "");
+}
+
+/** A function literal, another `.constructor`, or `Object.getPrototypeOf(…)`: its `.constructor` is Function. */
+function functionConstructorBase(ev: JsEvaluator, n: AnyNode): boolean {
+  if (n.type === "ArrowFunctionExpression" || n.type === "FunctionExpression") return true;
+  if (n.type === "MemberExpression" && n.object.type !== "Super") return ev.memberKey(n) === "constructor";
+  if (n.type === "CallExpression" && n.callee.type !== "Super") {
+    const q = ev.qualify(n.callee);
+    return q === "Object.getPrototypeOf" || q === "Reflect.getPrototypeOf";
+  }
+  return n.type === "Identifier" && ev.qualify(n) === "Function";
 }
 
 const WRITE_METHODS = new Set(["write", "end"]);

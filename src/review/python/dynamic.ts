@@ -30,6 +30,8 @@ const EXEC = new Set([
 const IMPORTS = new Set(["builtins.__import__", "importlib.import_module", "importlib.__import__"]);
 /** Attributes that reach interpreter internals from any object (the classic sandbox escapes). */
 const INTERNALS = new Set(["__globals__", "__code__", "__subclasses__", "__builtins__", "__closure__"]);
+/** A qualified name that went through a module's namespace or the interpreter's internals. */
+const DUNDER = /(^|\.)__(dict|globals|code|subclasses|builtins|closure)__(\.|$)/;
 
 export interface DynamicCode {
   kind: "exec" | "lookup";
@@ -102,7 +104,12 @@ function dynamicCall(ev: PyEvaluator, call: PyNode): DynamicCode | undefined {
     const target = moduleLike(ev, first);
     if (target && computed(ev, second))
       return { kind: "lookup", api: `getattr(${short(target)}, <computed>)` };
+    // `getattr(x, "__globals__")`, `getattr(builtins, "__dict__")`: the internals by a constant name.
+    const name = second && constantText(ev.value(second));
+    if (name && (INTERNALS.has(name) || (name === "__dict__" && target)))
+      return { kind: "lookup", api: `getattr(…, "${name}")` };
   }
+  if (DUNDER.test(q)) return { kind: "lookup", api: `${short(q)}()` };
   if (q === "builtins.setattr" || q === "builtins.delattr") {
     const target = moduleLike(ev, first);
     if (target) return { kind: "lookup", api: `${short(q)}(${short(target)}, …)` };
