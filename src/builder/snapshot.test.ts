@@ -90,7 +90,7 @@ describe("RanCode", () => {
     const ran = new RanCode(d);
     await ran.around(async () => {
       writeFileSync(join(d, "state.json"), "{}");
-      symlinkSync("/etc/passwd", join(d, "link.py"));
+      symlinkSync("/etc/passwd", join(d, "link.txt"));
       return passed;
     });
     const second = await ran.around(async () => passed);
@@ -103,6 +103,28 @@ describe("RanCode", () => {
     await ran.around(async () => passed);
     const third = ran.last;
     expect(third?.ok && third.files.map((f) => f.name)).toEqual(["main.py", "state.json"]);
+  });
+
+  it("a run that writes code (a module, an extension module, __pycache__/) fails, and the next run is refused", async () => {
+    const d = folder({ "main.py": "import helper\n", "helper.py": "X = 1\n" });
+    const ran = new RanCode(d);
+    const first = await ran.around(async () => {
+      writeFileSync(join(d, "helper.so"), "ELF");
+      mkdirSync(join(d, "__pycache__"));
+      return passed;
+    });
+    expect(first.outcome).toBe("script_failed");
+    expect(first.error).toMatch(/code\/helper\.so was written by a run of the script/);
+    expect(first.error).toMatch(/code\/__pycache__ was written by a run of the script/);
+    let called = false;
+    const second = await ran.around(async () => {
+      called = true;
+      return passed;
+    });
+    expect(called).toBe(false);
+    expect(second.error).toMatch(
+      /was written by a run of the script: code a run writes is never run or saved; the script was not run/,
+    );
   });
 
   it("does not run a folder it cannot save", async () => {

@@ -48,6 +48,11 @@ const DEFAULT_LIMITS: SnapshotLimits = {
 
 /** Files of a script's language whose change during a run means the code that ran changed. */
 const CODE_FILE = /\.(py|pyw|mjs|cjs|js|sh)$/;
+/**
+ * What an interpreter may load that a run must never write: sources, bytecode, extension modules
+ * (a `helper.so` shadows `helper.py`), path hooks, a `__pycache__/`.
+ */
+const RUN_CODE = /\.(py|pyw|pyc|pyo|so|pth|mjs|cjs|js|sh)$|^__pycache__$/;
 
 /** Names of `code/` that are never part of the saved folder. */
 function skipped(name: string): boolean {
@@ -114,6 +119,9 @@ export function readCodeText(codeDir: string, name: string): string | undefined 
 
 const sha256 = (b: Buffer): string => createHash("sha256").update(b).digest("hex");
 
+const runWroteCode = (name: string): string =>
+  `code/${name} was written by a run of the script: code a run writes is never run or saved`;
+
 /** Who a directory entry is, without following it: a rewrite (write + rename) makes a new one. */
 function identity(abs: string): string | undefined {
   const st = lstatSync(abs, { throwIfNoEntry: false });
@@ -146,9 +154,13 @@ export function snapshotCode(
     for (let e = dir.readSync(); e !== null; e = dir.readSync()) {
       if (++entries > SAVE_SCAN_MAX_ENTRIES)
         return { ok: false, refusal: `code/ holds more than ${SAVE_SCAN_MAX_ENTRIES} entries: not saved` };
-      if (skipped(e.name) || e.isDirectory()) continue;
+      if (skipped(e.name)) continue;
       const made = runMade.get(e.name);
-      if (made !== undefined && made === identity(join(codeDir, e.name))) continue;
+      if (made !== undefined && made === identity(join(codeDir, e.name))) {
+        if (RUN_CODE.test(e.name)) return { ok: false, refusal: runWroteCode(e.name) };
+        continue;
+      }
+      if (e.isDirectory()) continue;
       if (files.length >= limits.maxFiles)
         return { ok: false, refusal: `code/ holds more than ${limits.maxFiles} files: not saved` };
       const label = `code/${e.name}`;
@@ -210,6 +222,7 @@ export class RanCode {
     const r = await run();
     this.#noteRunMade(before);
     const changed = changedCode(before, this.codeDir);
+    for (const name of this.#runMade.keys()) if (RUN_CODE.test(name)) changed.push(runWroteCode(name));
     if (changed.length === 0) return r;
     const note = `${changed.join("\n")}\na learned script must not rewrite its own code: not saved`;
     this.#last = { ok: false, refusal: changed.join("; ") };

@@ -123,21 +123,38 @@ describe("escape: the Builder saves only the bytes that ran", () => {
   });
 
   it.each(["off", "auto"] as const)(
-    "(b) a link code/extra.py -> .ratchet/secrets planted by the run never reaches learnings/ (sandbox %s)",
+    "(b) a link code/extra.py -> .ratchet/secrets planted by the run: the run fails, nothing reaches learnings/ (sandbox %s)",
     async (sandbox) => {
       const f = withSecrets(sandbox);
       const planting = candidate([`os.symlink(${SECRETS_FROM_CODE}, os.path.join(code, "extra.py"))`]);
-      const model = await scripted({ turns: [writesScript(planting)] });
+      // The repair writes a clean script, but the planted link is still in code/: refused, not run.
+      const model = await scripted({ turns: [writesScript(planting)], default: writesScript(GOOD) });
       const r = await buildStep(f.ctx, f.wf(), "report", { env: f.env, model: clientOf(model) });
-      expect(r.verdict).toBe("passed");
-      // The saved folder is the one the run started from: main.py, without the planted link.
-      expect(r.saved).toMatchObject({ script_version: 1 });
-      const saved = join(f.home, "learnings", "report");
-      expect(readFileSync(join(saved, "main.py"), "utf8")).toBe(planting);
-      expect(existsSync(join(saved, "extra.py"))).toBe(false);
+      expect(r.attempts[0]?.outcome).toBe("script_failed");
+      expect(r.attempts[0]?.error).toMatch(/code\/extra\.py was written by a run of the script/);
+      expect(r.attempts[1]?.error).toMatch(/code\/extra\.py was written by a run.*the script was not run/);
+      expect(r.verdict).toBe("failed");
+      expect(r.saved).toBeNull();
+      expect(r.not_saved_reason).toMatch(/code\/extra\.py was written by a run of the script/);
+      expect(existsSync(join(f.home, "learnings", "report", "extra.py"))).toBe(false);
       expect(allText(join(f.home, "learnings"))).not.toContain(SECRET);
+      for (const q of model.requests()) expect(JSON.stringify(q.body)).not.toContain(SECRET);
     },
   );
+
+  it("(b) a data link code/extra.txt -> .ratchet/secrets planted by a passing run is left out of the saved folder", async () => {
+    const f = withSecrets();
+    const planting = candidate([`os.symlink(${SECRETS_FROM_CODE}, os.path.join(code, "extra.txt"))`]);
+    const model = await scripted({ turns: [writesScript(planting)] });
+    const r = await buildStep(f.ctx, f.wf(), "report", { env: f.env, model: clientOf(model) });
+    expect(r.verdict).toBe("passed");
+    // The saved folder is the one the run started from: main.py, without the planted link.
+    expect(r.saved).toMatchObject({ script_version: 1 });
+    const saved = join(f.home, "learnings", "report");
+    expect(readFileSync(join(saved, "main.py"), "utf8")).toBe(planting);
+    expect(existsSync(join(saved, "extra.txt"))).toBe(false);
+    expect(allText(join(f.home, "learnings"))).not.toContain(SECRET);
+  });
 
   it("(b) a run that swaps main.py for a link to .ratchet/secrets: refused, nothing of the secrets saved or shown to the model", async () => {
     const f = withSecrets();
