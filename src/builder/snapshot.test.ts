@@ -58,10 +58,10 @@ describe("snapshotCode", () => {
       "code/main.py is 101 bytes, over the 100-byte limit of a saved file",
     );
     expect(refusal(snapshotCode(folder({ a: "1", b: "2", c: "3", d: "4" }), limits))).toBe(
-      "code/ holds more than 3 files: not saved",
+      "code/ holds more than 3 files",
     );
     expect(refusal(snapshotCode(folder({ a: "x".repeat(80), b: "x".repeat(80) }), limits))).toBe(
-      "code/ holds more than 150 bytes: not saved",
+      "code/ holds more than 150 bytes",
     );
   });
 

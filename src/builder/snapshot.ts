@@ -8,9 +8,10 @@
  * by {@link SAVE_FILE_MAX_BYTES}, {@link SAVE_MAX_FILES} and {@link SAVE_TOTAL_MAX_BYTES}. Anything
  * else — a symbolic link, a FIFO, a device, a socket, a file over a limit — refuses the snapshot,
  * naming the file. {@link RanCode} takes one right before each working-copy run and checks after it
- * that the run left the folder's code as it found it. Files a run itself created (working files,
- * or a link it planted) are left out of later snapshots while they stay as the run left them: only
- * what the agent wrote is saved.
+ * that the run left the folder's code as it found it. Files a run itself created are never saved:
+ * working files (or a link planted under a data name) are left out of later snapshots while they
+ * stay as the run left them; code a run wrote (`.py`, `.so`, `__pycache__/`, …) fails that run and
+ * refuses later snapshots. Only what the agent wrote, and the run started from, is saved.
  */
 import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, lstatSync, opendirSync, openSync, readSync } from "node:fs";
@@ -153,7 +154,7 @@ export function snapshotCode(
   try {
     for (let e = dir.readSync(); e !== null; e = dir.readSync()) {
       if (++entries > SAVE_SCAN_MAX_ENTRIES)
-        return { ok: false, refusal: `code/ holds more than ${SAVE_SCAN_MAX_ENTRIES} entries: not saved` };
+        return { ok: false, refusal: `code/ holds more than ${SAVE_SCAN_MAX_ENTRIES} entries` };
       if (skipped(e.name)) continue;
       const made = runMade.get(e.name);
       if (made !== undefined && made === identity(join(codeDir, e.name))) {
@@ -162,13 +163,13 @@ export function snapshotCode(
       }
       if (e.isDirectory()) continue;
       if (files.length >= limits.maxFiles)
-        return { ok: false, refusal: `code/ holds more than ${limits.maxFiles} files: not saved` };
+        return { ok: false, refusal: `code/ holds more than ${limits.maxFiles} files` };
       const label = `code/${e.name}`;
       const bytes = readRegular(join(codeDir, e.name), label, limits.fileMaxBytes);
       if (typeof bytes === "string") return { ok: false, refusal: bytes };
       total += bytes.length;
       if (total > limits.totalMaxBytes)
-        return { ok: false, refusal: `code/ holds more than ${limits.totalMaxBytes} bytes: not saved` };
+        return { ok: false, refusal: `code/ holds more than ${limits.totalMaxBytes} bytes` };
       files.push({ name: e.name, bytes, sha256: sha256(bytes) });
     }
   } finally {
