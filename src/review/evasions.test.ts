@@ -130,6 +130,12 @@ const PYTHON: Case[] = [
     1,
   ],
   ["__globals__ by getattr", 'def f():\n    pass\ng = getattr(f, "__globals__")\n', "R12", 3],
+  [
+    "JSON text through os.write",
+    'import os\nfd = os.open("x", os.O_RDONLY)\nos.write(fd, b\'{"answer": 42}\')\n',
+    "R13",
+    3,
+  ],
   ["ref in a dict", 'step = {"action": "click", "ref": "e123"}\n', "R10", 1],
   ["ref as a keyword", 'def browser(*a, **k): pass\nbrowser("click", ref="e7")\n', "R10", 2],
   ["ref in JSON text", 'payload = \'{"ref": "e42", "action": "click"}\'\n', "R10", 1],

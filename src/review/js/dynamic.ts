@@ -157,7 +157,10 @@ export function jsonResultAt(ev: JsEvaluator, n: AnyNode, isWrite: boolean): str
   if (n.type !== "CallExpression" || n.callee.type === "Super") return undefined;
   if (isWrite)
     return jsonText(ev, n.arguments[1]) ? `${ev.qualify(n.callee) ?? "write"}(<JSON literal>)` : undefined;
-  if (n.callee.type !== "MemberExpression") return undefined;
+  if (n.callee.type !== "MemberExpression" || n.callee.object.type === "Super") return undefined;
+  // Diagnostics on the console are not the step's output.
+  const r = ev.qualify(n.callee.object);
+  if (r === "process.stdout" || r === "process.stderr") return undefined;
   const m = ev.memberKey(n.callee);
   return m && WRITE_METHODS.has(m) && jsonText(ev, n.arguments[0]) ? `.${m}(<JSON literal>)` : undefined;
 }

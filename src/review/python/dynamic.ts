@@ -146,9 +146,15 @@ export function jsonResultAt(ev: PyEvaluator, call: PyNode): string | undefined 
   const first = ev.args(call).positional[0];
   const q = ev.qualify(fn);
   if (q === "json.dump") return jsonText(ev, first) ? "json.dump(json.loads(<literal>))" : undefined;
+  if (q === "os.write")
+    return jsonText(ev, ev.args(call).positional[1]) ? "os.write(<JSON literal>)" : undefined;
   if (fn.type !== "attribute") return undefined;
   const method = ev.text(field(fn, "attribute") ?? fn);
   if (!WRITES.has(method)) return undefined;
+  // Diagnostics on the console are not the step's output.
+  const receiver = field(fn, "object");
+  const r = receiver && ev.qualify(receiver);
+  if (r === "sys.stdout" || r === "sys.stderr") return undefined;
   return jsonText(ev, first) ? `${method}(<JSON literal>)` : undefined;
 }
 
