@@ -62,6 +62,7 @@ import { builderSystemPrompt, initialTask, repairFeedback, type TaskFacts } from
 import { AttemptRecorder } from "./record.js";
 import { saveBack } from "./save-back.js";
 import { scriptTools, skillNotesPath } from "./script-tools.js";
+import { RanCode, readCodeText } from "./snapshot.js";
 import { headTailChars } from "./text.js";
 
 export type AttemptKind = "fast_path" | "author" | "repair" | "code_exec";
@@ -215,7 +216,10 @@ export async function buildStep(
     ...(opts.signal ? { signal: opts.signal } : {}),
     ...(opts.runner ? { runner: opts.runner } : {}),
   };
-  const evaluate = (): Promise<LearnedStepResult> => runLearnedStep({ ...runInput, workingCopy: true });
+  // Save-back keeps code/ as the latest working-copy run found it (snapshot before, verified after).
+  const ran = new RanCode(codeDir);
+  const evaluate = (): Promise<LearnedStepResult> =>
+    ran.around(() => runLearnedStep({ ...runInput, workingCopy: true }));
 
   const notesFile = skillNotesPath(home);
   const notes = access === "none" ? undefined : readIf(notesFile);
@@ -286,7 +290,7 @@ export async function buildStep(
     next: string | undefined,
   ): Promise<void> => {
     const n = attempts.length + 1;
-    const current = readIf(join(codeDir, SCRIPT));
+    const current = readCodeText(codeDir, SCRIPT);
     let diffRel: string | null = null;
     if (kind !== "fast_path" && current !== undefined && current !== previous) {
       const text = await unifiedDiff(previous, current, {
@@ -339,7 +343,6 @@ export async function buildStep(
     opts.onAttempt?.(report);
   };
 
-  let learnedScript: string | undefined;
   let notSaved: string | null = null;
   let savedInfo: BuildReport["saved"] = null;
   try {
@@ -368,7 +371,7 @@ export async function buildStep(
       );
       if (passed && !recheck) notSaved = "the saved script passes: nothing to build";
       else if (locked) notSaved = "lock_code is set: no repair, nothing saved";
-      previous = readIf(join(codeDir, SCRIPT));
+      previous = readCodeText(codeDir, SCRIPT);
     } else if (locked) {
       await close(
         "fast_path",
@@ -426,7 +429,6 @@ export async function buildStep(
               : undefined;
         await close("repair", run, a, next);
       }
-      learnedScript = readIf(join(codeDir, SCRIPT));
       const verdictPassed = lastRun?.outcome === "passed";
 
       // Save-back of the latest learned script (before any code_exec attempt touches code/).
@@ -435,10 +437,9 @@ export async function buildStep(
         : await saveBack({
             workflow: wf,
             step,
-            script: learnedScript,
+            code: ran.last,
             passed: verdictPassed,
             declared: facts.declared,
-            codeDir,
             outputDir,
             runId,
             groupName: opts.group ?? null,

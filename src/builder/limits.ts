@@ -29,3 +29,11 @@ export const SKILL_NOTES_MAX_CHARS = 8000;
 export const SKILL_NOTE_MAX_CHARS = 2000;
 /** Time limit of one tool call to the bridge from a model tool, in milliseconds. */
 export const BRIDGE_CALL_TIMEOUT_MS = 60_000;
+/** Largest file of `code/` the save-back keeps (main.py included), in bytes; a larger one refuses the save. */
+export const SAVE_FILE_MAX_BYTES = 1024 * 1024;
+/** Files of `code/` the save-back keeps at most (main.py included); more refuse the save. */
+export const SAVE_MAX_FILES = 64;
+/** Bytes of all the files the save-back keeps together; more refuse the save. */
+export const SAVE_TOTAL_MAX_BYTES = 4 * 1024 * 1024;
+/** Entries of `code/` a snapshot looks at (saved or not); a folder with more refuses the save. */
+export const SAVE_SCAN_MAX_ENTRIES = 4096;

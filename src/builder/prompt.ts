@@ -46,6 +46,7 @@ export function builderSystemPrompt(kind: "learn_code" | "code_exec"): string {
     "Tools of the workspace are reached over HTTP at MCP_API_URL with the bearer token MCP_API_TOKEN: POST /tools/mcp/{server}/{tool} or /tools/custom/{tool} with the arguments as the JSON body. The helper ratchet_tools.py in code/ wraps this (from ratchet_tools import call_mcp, call_custom). Call get_api_spec before writing code for a tool.",
     NO_FABRICATION_RULE,
     "Never write into learnings/ or knowledgebase/, never use absolute paths of this run. When the script runs correctly, call finish with a short summary.",
+    "Write plain code: no eval, exec or compile, no imports or attributes by computed names (import what you use by name), and the script must not change its own files in code/ while it runs; static review refuses all of these.",
   ].join("\n\n");
 }
 

@@ -1,14 +1,16 @@
 /**
- * Save-back: the Builder's only write under `learnings/{step-id}/`. A script that fails static
- * review (a syntax error included) is never saved. Otherwise `main.py` (and the other files the
- * agent left in `code/`, not the tool helper nor `fix-diffs/`) replaces the saved one, with a
+ * Save-back: the Builder's only write under `learnings/{step-id}/`. It writes the snapshot of
+ * `code/` the last run started from (snapshot.ts), never the folder as it is afterwards: exactly
+ * the bytes that ran. A snapshot that was refused (a symbolic link, a FIFO or device, a file or
+ * folder over its limit, code changed during the run) or a script that fails static review (a
+ * syntax error included) is never saved. Otherwise `main.py` (and the other top-level files of
+ * the snapshot, not the tool helper nor `fix-diffs/`) replaces the saved one, with a
  * unified diff in `diffs/` when the bytes changed (`script_version` and `relearn_count` go up
  * only then), the step's contract in `contract.json`, and the build's verdict as one run in
  * `script_metadata.json`.
  */
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { PYTHON_HELPER_FILE } from "../bridge/index.js";
 import { reviewScript } from "../review/index.js";
 import {
   diffsDir,
@@ -24,19 +26,23 @@ import {
   writeFileAtomic,
 } from "../workflow/index.js";
 import { unifiedDiff } from "./diff.js";
+import { SAVE_FILE_MAX_BYTES } from "./limits.js";
+import { type CodeFile, type CodeSnapshot, readRegular } from "./snapshot.js";
 
 const SCRIPT = "main.py";
 
 export interface SaveBackInput {
   workflow: Workflow;
   step: WorkflowStep;
-  /** The latest learned script (undefined: the agents wrote none). */
-  script: string | undefined;
+  /**
+   * `code/` as the last run started from it (`RanCode.last`); undefined when no run happened.
+   * Nothing is read from `code/` here.
+   */
+  code: CodeSnapshot | undefined;
   /** Whether it passed its last run. */
   passed: boolean;
   /** `VAR_*` / `SECRET_*` names for static review. */
   declared: readonly string[];
-  codeDir: string;
   outputDir: string;
   runId: string;
   groupName: string | null;
@@ -50,8 +56,10 @@ export interface SaveBackResult {
   reason: string | null;
 }
 
-function readIf(path: string): string | undefined {
-  return existsSync(path) ? readFileSync(path, "utf8") : undefined;
+/** The saved main.py when it is a regular file (a link there is replaced, never followed). */
+function savedBytes(savedDir: string): Buffer | undefined {
+  const b = readRegular(join(savedDir, SCRIPT), SCRIPT, SAVE_FILE_MAX_BYTES);
+  return typeof b === "string" ? undefined : b;
 }
 
 function savedVersion(dir: string): number {
@@ -65,20 +73,21 @@ function savedVersion(dir: string): number {
   }
 }
 
-/** Copies the working copy's regular top-level files (not main.py, the helper or fix-diffs/) to `to`. */
-function saveFolder(codeDir: string, to: string): void {
-  for (const name of readdirSync(codeDir)) {
-    if (name === PYTHON_HELPER_FILE || name === "fix-diffs" || name === SCRIPT || name.startsWith("."))
-      continue;
-    const abs = join(codeDir, name);
-    if (statSync(abs).isFile()) copyFileSync(abs, join(to, name));
-  }
+/** Writes the snapshot's other files (not main.py) to `to`, each replacing what is there (a link included). */
+function saveFolder(files: readonly CodeFile[], to: string): void {
+  for (const f of files) if (f.name !== SCRIPT) writeFileAtomic(join(to, f.name), f.bytes);
 }
 
 /** Saves the script back, or says why not. */
 export async function saveBack(input: SaveBackInput): Promise<SaveBackResult> {
-  const { workflow: wf, step, script } = input;
-  if (script === undefined) return { saved: null, reason: "no main.py was written" };
+  const { workflow: wf, step, code } = input;
+  // A last attempt that left no main.py ran nothing: an older run's snapshot is not saved.
+  if (code === undefined || input.lastRun?.outcome === "missing_script")
+    return { saved: null, reason: "no main.py was written" };
+  if (!code.ok) return { saved: null, reason: `${code.refusal}: not saved` };
+  const main = code.files.find((f) => f.name === SCRIPT);
+  if (main === undefined) return { saved: null, reason: "no main.py was written" };
+  const script = main.bytes.toString("utf8");
   const report = await reviewScript(script, {
     language: "python",
     declared: input.declared,
@@ -96,8 +105,9 @@ export async function saveBack(input: SaveBackInput): Promise<SaveBackResult> {
   const home = workflowHome(wf);
   const savedDir = learningsDir(wf, step.id);
   const target = join(savedDir, SCRIPT);
-  const before = readIf(target);
-  const changed = before !== script;
+  const beforeBytes = savedBytes(savedDir);
+  const before = beforeBytes?.toString("utf8");
+  const changed = beforeBytes === undefined || !beforeBytes.equals(main.bytes);
   let diffRel: string | null = null;
   if (changed) {
     mkdirSync(savedDir, { recursive: true });
@@ -106,9 +116,9 @@ export async function saveBack(input: SaveBackInput): Promise<SaveBackResult> {
       from: before === undefined ? "/dev/null" : `main.py (v${prev})`,
       to: `main.py (v${before === undefined ? 1 : prev + 1})`,
     });
-    writeFileAtomic(target, script);
-    saveFolder(input.codeDir, savedDir);
-    const meta = noteSavedScript(savedDir, Buffer.from(script), input.now, step.id);
+    writeFileAtomic(target, main.bytes);
+    saveFolder(code.files, savedDir);
+    const meta = noteSavedScript(savedDir, main.bytes, input.now, step.id);
     const file = join(diffsDir(wf, step.id), `v${meta.script_version}-${input.runId}.diff`);
     writeFileAtomic(file, `${text}\n`);
     diffRel = relative(home, file);
@@ -118,7 +128,7 @@ export async function saveBack(input: SaveBackInput): Promise<SaveBackResult> {
   const last = input.lastRun;
   const meta = recordScriptRun(savedDir, {
     stepId: step.id,
-    scriptBytes: Buffer.from(script),
+    scriptBytes: main.bytes,
     success: input.passed,
     exitCode: last?.exitCode ?? null,
     durationMs: Math.round(last?.durationMs ?? 0),

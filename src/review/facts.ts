@@ -76,6 +76,32 @@ export interface ConstantOutputFact {
   api: string;
 }
 
+/**
+ * Code the script builds or reaches at run time, which review cannot see: `exec`, text run as code
+ * (`eval`, `exec`, `compile`, `new Function`, `vm.runInNewContext`); `lookup`, a module, global or
+ * builtin reached by a name computed at run time (`__import__(name)`, `getattr(os, name)`,
+ * `globals()[…]`, `__builtins__`, `require(name)`, `globalThis[name]`, `process.binding`).
+ */
+export interface DynamicCodeFact {
+  at: At;
+  kind: "exec" | "lookup";
+  /** The construct as people know it: `exec()`, `getattr(os, <computed>)`, `globalThis[<computed>]`. */
+  api: string;
+}
+
+/** A JSON text literal written as output (`f.write('{"answer": 42}')`, `json.dump(json.loads('…'), f)`). */
+export interface JsonResultFact {
+  at: At;
+  api: string;
+}
+
+/** A browser element ref held as data: `{"ref": "e12"}`, `ref="e12"`, `{ ref: "e12" }`. */
+export interface BrowserRefFact {
+  at: At;
+  /** The ref as written (`e12`). */
+  ref: string;
+}
+
 export interface ScriptFacts {
   language: ScriptLanguage;
   strings: StringFact[];
@@ -84,6 +110,9 @@ export interface ScriptFacts {
   cacheVars: CacheVarFact[];
   earlyExits: EarlyExitFact[];
   constantOutputs: ConstantOutputFact[];
+  dynamicCode: DynamicCodeFact[];
+  jsonResults: JsonResultFact[];
+  browserRefs: BrowserRefFact[];
 }
 
 export function emptyFacts(language: ScriptLanguage): ScriptFacts {
@@ -95,5 +124,8 @@ export function emptyFacts(language: ScriptLanguage): ScriptFacts {
     cacheVars: [],
     earlyExits: [],
     constantOutputs: [],
+    dynamicCode: [],
+    jsonResults: [],
+    browserRefs: [],
   };
 }

@@ -4,10 +4,24 @@
 export type ScriptLanguage = "python" | "javascript";
 
 /**
- * A rule: `syntax` (the script does not parse) or one of the ten rules `R1`…`R10`
+ * A rule: `syntax` (the script does not parse) or one of the rules `R1`…`R13`
  * (see docs/review.md and {@link RULES}).
  */
-export type RuleId = "syntax" | "R1" | "R2" | "R3" | "R4" | "R5" | "R6" | "R7" | "R8" | "R9" | "R10";
+export type RuleId =
+  | "syntax"
+  | "R1"
+  | "R2"
+  | "R3"
+  | "R4"
+  | "R5"
+  | "R6"
+  | "R7"
+  | "R8"
+  | "R9"
+  | "R10"
+  | "R11"
+  | "R12"
+  | "R13";
 
 /** `blocking` findings refuse the fast path (and exit 9); `warning` findings are reported only. */
 export type Severity = "blocking" | "warning";

@@ -23,12 +23,27 @@ import { callValue } from "./calls.js";
 import { type JsBinding, type JsTree, moduleName } from "./scope.js";
 
 const MAX_DEPTH = 64;
-const GLOBALS = new Set(["process", "require", "JSON", "URL", "Reflect", "String", "console", "globalThis"]);
+const GLOBALS = new Set([
+  "process",
+  "require",
+  "JSON",
+  "URL",
+  "Reflect",
+  "String",
+  "console",
+  "globalThis",
+  "global",
+  "eval",
+  "Function",
+  "setTimeout",
+  "setInterval",
+  "module",
+]);
 const SCRIPT_FILE = (): Val => concat([holeVal({ k: "cwd" }), textVal("/main.mjs")], true);
 
-/** Drops `globalThis.` and `.default` (`(await import("fs")).default.writeFileSync` is `fs.writeFileSync`). */
+/** Drops `globalThis.` / `global.` and `.default` (`(await import("fs")).default.writeFileSync` is `fs.writeFileSync`). */
 function canonical(q: string): string {
-  return q.replace(/^globalThis\./, "").replace(/\.default(?=\.|$)/g, "");
+  return q.replace(/^(globalThis|global)\./, "").replace(/\.default(?=\.|$)/g, "");
 }
 
 /** Evaluation context: nodes evaluated directly go to `consume`; depth bounds recursion. */
@@ -73,6 +88,13 @@ export class JsEvaluator {
       }
       case "ChainExpression":
         return this.qualify(n.expression, depth + 1);
+      case "ParenthesizedExpression":
+        return this.qualify(n.expression, depth + 1);
+      case "SequenceExpression": {
+        // `(0, eval)(x)`: the value of a sequence is its last expression.
+        const last = n.expressions[n.expressions.length - 1];
+        return last ? this.qualify(last, depth + 1) : undefined;
+      }
       case "AwaitExpression":
         return this.qualify(n.argument, depth + 1);
       case "ImportExpression": {

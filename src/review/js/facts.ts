@@ -5,6 +5,7 @@
 import type { AnyNode, Program } from "acorn";
 import { type At, emptyFacts, type ScriptFacts } from "../facts.js";
 import { hasSubstance } from "../values.js";
+import { browserRefAt, dynamicCodeAt, jsonResultAt } from "./dynamic.js";
 import { destructuredReads, envReadAt } from "./env-reads.js";
 import { JsEvaluator } from "./evaluate.js";
 import { JsTree } from "./scope.js";
@@ -46,8 +47,19 @@ export function javascriptFacts(program: Program, src: string): ScriptFacts {
     if (read) facts.envReads.push({ at: at(n), name: read.name, expr: read.expr, fallback: read.fallback });
     for (const d of destructuredReads(ev, n))
       facts.envReads.push({ at: at(d.node), name: d.name, expr: d.expr, fallback: d.fallback });
+    const dynamic = dynamicCodeAt(ev, n);
+    if (dynamic) facts.dynamicCode.push({ at: at(n), ...dynamic });
+    const ref = browserRefAt(ev, n);
+    if (ref) facts.browserRefs.push({ at: at(n), ref });
     if (n.type === "CallExpression") {
-      for (const op of fileOpsOf(ev, n)) {
+      const ops = fileOpsOf(ev, n);
+      const json = jsonResultAt(
+        ev,
+        n,
+        ops.some((o) => o.op === "write"),
+      );
+      if (json) facts.jsonResults.push({ at: at(n), api: json });
+      for (const op of ops) {
         facts.fileOps.push({
           at: at(n),
           op: op.op,

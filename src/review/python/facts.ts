@@ -4,6 +4,7 @@
  */
 import { type At, emptyFacts, type ScriptFacts } from "../facts.js";
 import { hasSubstance } from "../values.js";
+import { browserRefAt, dynamicCodeAt, jsonResultAt } from "./dynamic.js";
 import { envRead } from "./env-reads.js";
 import { PyEvaluator } from "./evaluate.js";
 import { Scopes } from "./scope.js";
@@ -54,7 +55,13 @@ export function pythonFacts(root: PyNode, src: string): ScriptFacts {
       if (read?.name)
         facts.envReads.push({ at: at(n), name: read.name, expr: read.expr, fallback: read.fallback });
     }
+    const dynamic = dynamicCodeAt(ev, n);
+    if (dynamic) facts.dynamicCode.push({ at: at(n), ...dynamic });
+    const ref = browserRefAt(ev, n);
+    if (ref) facts.browserRefs.push({ at: at(n), ref });
     if (n.type === "call") {
+      const json = jsonResultAt(ev, n);
+      if (json) facts.jsonResults.push({ at: at(n), api: json });
       for (const op of fileOpsOf(ev, n)) {
         facts.fileOps.push({
           at: at(n),

@@ -16,6 +16,15 @@ export const BUILTINS: ReadonlySet<string> = new Set([
   "quit",
   "print",
   "len",
+  "eval",
+  "exec",
+  "compile",
+  "execfile",
+  "globals",
+  "locals",
+  "setattr",
+  "delattr",
+  "breakpoint",
 ]);
 
 /** Names a star import of these modules may bring in. */

@@ -59,6 +59,7 @@ function qualifyName(ev: PyEvaluator, x: PyNode, depth: number): string | undefi
   if (b) return undefined;
   for (const mod of ev.scopes.starImports)
     if (STAR_MEMBERS[mod]?.has(name)) return canonical(`${mod}.${name}`);
+  if (name === "__builtins__") return "builtins";
   return BUILTINS.has(name) ? `builtins.${name}` : undefined;
 }
 

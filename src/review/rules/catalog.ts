@@ -30,6 +30,17 @@ export const RULES: Readonly<Record<RuleId, RuleInfo>> = {
   R8: { rule: "R8", id: "writes-managed-dir", title: "write into knowledgebase/ or learnings/" },
   R9: { rule: "R9", id: "hardcoded-shortcut", title: "hardcoded cache, shortcut or early exit" },
   R10: { rule: "R10", id: "ephemeral-browser-ref", title: "ephemeral browser element ref" },
+  R11: {
+    rule: "R11",
+    id: "dynamic-code",
+    title: "code run from text at run time (eval, exec, compile, Function)",
+  },
+  R12: {
+    rule: "R12",
+    id: "dynamic-lookup",
+    title: "module, global or builtin reached by a computed name",
+  },
+  R13: { rule: "R13", id: "hardcoded-json-result", title: "a JSON text literal written as the output" },
 };
 
 /** A finding of `rule` at `at`. */

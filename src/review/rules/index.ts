@@ -5,13 +5,29 @@
 import type { ScriptFacts } from "../facts.js";
 import type { Finding, RuleId } from "../types.js";
 import { checkBrowserRefs } from "./browser-refs.js";
+import { checkDynamicCode } from "./dynamic-code.js";
 import { checkEnvFallbacks } from "./env-fallbacks.js";
 import { checkAbsolutePaths, checkRunPaths } from "./run-paths.js";
-import { checkShortcuts } from "./shortcuts.js";
+import { checkJsonResults, checkShortcuts } from "./shortcuts.js";
 import { checkDependencyPaths, checkSiblingPaths } from "./sibling-paths.js";
 import { checkWrites } from "./writes.js";
 
-const ORDER: readonly RuleId[] = ["syntax", "R1", "R2", "R3", "R4", "R5", "R6", "R7", "R8", "R9", "R10"];
+const ORDER: readonly RuleId[] = [
+  "syntax",
+  "R1",
+  "R2",
+  "R3",
+  "R4",
+  "R5",
+  "R6",
+  "R7",
+  "R8",
+  "R9",
+  "R10",
+  "R11",
+  "R12",
+  "R13",
+];
 
 /** Sorts by line, column, then rule order. */
 export function sortFindings(findings: Finding[]): Finding[] {
@@ -31,6 +47,8 @@ export function runRules(facts: ScriptFacts, declared: ReadonlySet<string> | nul
     ...checkDependencyPaths(facts),
     ...checkShortcuts(facts),
     ...checkBrowserRefs(facts),
+    ...checkDynamicCode(facts),
+    ...checkJsonResults(facts),
   ];
   // One finding per rule and position: two facts about the same call say the same thing.
   const seen = new Set<string>();

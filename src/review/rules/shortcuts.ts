@@ -72,3 +72,16 @@ export function checkShortcuts(facts: ScriptFacts): Finding[] {
   }
   return out;
 }
+
+/** R13: a JSON text literal written as the output is a result fixed in the script, not computed. */
+export function checkJsonResults(facts: ScriptFacts): Finding[] {
+  return facts.jsonResults.map((j) =>
+    finding(
+      "R13",
+      "blocking",
+      j.at,
+      `${j.api} writes a JSON text literal as output: a hardcoded result`,
+      "build the output from values the script got on this run (a tool call, an API response, an input file) and serialise it",
+    ),
+  );
+}
