@@ -649,23 +649,35 @@ static int signal_descendants(int sig) {
     ppids[n++] = pp;
   }
   closedir(d);
-  /* Mark descendants: a process whose parent is us or marked. ppids[i] = 0 marks one. */
+  /*
+   * Mark descendants: a process whose parent is us or a marked process. (A separate mark: a
+   * sentinel value in ppids would match pid 1's and kthreadd's parent 0 and take in the system.)
+   */
+  static unsigned char *marked;
+  static size_t marked_cap;
+  if (marked_cap < n) {
+    marked_cap = cap;
+    marked = realloc(marked, marked_cap);
+    if (!marked) fail(EXIT_SETUP, "out of memory", 0);
+  }
+  memset(marked, 0, n);
   pid_t self = getpid();
-  int count = 0, changed = 1;
+  int changed = 1;
   while (changed) {
     changed = 0;
     for (size_t i = 0; i < n; i++) {
-      if (ppids[i] == 0) continue;
+      if (marked[i] || pids[i] == self || pids[i] <= 1) continue;
       int mine = ppids[i] == self;
-      for (size_t j = 0; j < n && !mine; j++) mine = ppids[j] == 0 && pids[j] == ppids[i];
-      if (mine) {
-        ppids[i] = 0;
-        changed = 1;
-        kill(pids[i], sig);
-        count++;
-      }
+      for (size_t j = 0; j < n && !mine; j++) mine = marked[j] && pids[j] == ppids[i];
+      if (mine) marked[i] = changed = 1;
     }
   }
+  int count = 0;
+  for (size_t i = 0; i < n; i++)
+    if (marked[i]) {
+      kill(pids[i], sig);
+      count++;
+    }
   return count;
 }
 
