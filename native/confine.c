@@ -91,8 +91,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
-#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -201,18 +199,7 @@ struct options {
   int cmd; /* index of PROGRAM in argv, -1 when absent */
 };
 
-/*
- * Set in the namespace init while it prepares the namespaces: a failure there is not reported but
- * sent up this pipe as "N", and the supervisor starts the command again without namespaces (e.g. a
- * user namespace that exists but grants no mount rights, as under Ubuntu's AppArmor policy).
- */
-static int namespace_setup_fd = -1;
-
 static void fail(int code, const char *what, int err) {
-  if (namespace_setup_fd >= 0) {
-    if (write(namespace_setup_fd, "N", 1) < 0) _exit(code);
-    _exit(code);
-  }
   if (err)
     fprintf(stderr, "ratchet-confine: %s: %s\n", what, strerror(err));
   else
@@ -355,41 +342,24 @@ static void read_everything_but_processes(int ruleset) {
   }
 }
 
-/*
- * How the command is isolated. NAMESPACES: its own pid and mount namespace (a fresh /proc that
- * shows only the sandbox's processes, / read-only but the write roots). DIRECT: no namespace is
- * permitted here, so Landlock rules keep /proc/<pid> unreadable and seccomp refuses metadata calls.
- */
-enum isolation { ISOLATION_NAMESPACES, ISOLATION_DIRECT };
-
 /* Builds the Landlock ruleset for `o` (not yet enforced). */
-static int landlock_ruleset(const struct options *o, long abi, enum isolation iso) {
+static int landlock_ruleset(const struct options *o, long abi) {
   struct ll_ruleset_attr attr = {0};
-  uint64_t writes = write_rights((int)abi);
-  /*
-   * Reads are handled when --read asks for it, and always without namespaces: the host's /proc is
-   * then what the command sees, and its /proc/<pid> folders must stay unreadable.
-   */
-  int reads = o->nreads > 0 || iso == ISOLATION_DIRECT;
-  attr.handled_access_fs = writes | (reads ? LL_READ_RIGHTS : 0);
+  /* Reads are always handled: even without --read, /proc/<pid> of other processes must be denied. */
+  attr.handled_access_fs = write_rights((int)abi) | LL_READ_RIGHTS;
   if (abi >= 6) attr.scoped = LL_SCOPE_SIGNAL | LL_SCOPE_ABSTRACT_UNIX_SOCKET;
   int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
   if (ruleset < 0) fail(EXIT_SETUP, "landlock_create_ruleset", errno);
-  uint64_t rw = attr.handled_access_fs;
-  if (iso == ISOLATION_DIRECT && o->nreads == 0) read_everything_but_processes(ruleset);
+  uint64_t all = attr.handled_access_fs;
+  if (o->nreads == 0) read_everything_but_processes(ruleset);
   for (int i = 0; i < o->nreads; i++) add_path_rule(ruleset, o->reads[i], LL_READ_RIGHTS, "--read", 1);
-  for (int i = 0; i < o->ndirs; i++) add_path_rule(ruleset, o->dirs[i], rw, "--write folder", 0);
-  for (int i = 0; i < o->nfiles; i++) add_path_rule(ruleset, o->files[i], rw & LL_FILE_RIGHTS, "--write-file", 0);
-  if (reads && iso == ISOLATION_NAMESPACES && o->proc_self) {
-    /* The sandbox's own /proc: only its processes exist there (and no more than them, see mount_proc). */
-    add_path_rule(ruleset, "/proc", LL_READ_RIGHTS, "/proc", 0);
-  } else if (iso == ISOLATION_DIRECT && (o->proc_self || o->nreads == 0)) {
-    /*
-     * The rule lands on this process's own /proc/<pid> folder (what /proc/self names now); after
-     * exec the program keeps the pid, so /proc/self works for it and for nobody it starts.
-     */
-    add_path_rule(ruleset, "/proc/self", LL_READ_RIGHTS, "/proc/self", 0);
-  }
+  for (int i = 0; i < o->ndirs; i++) add_path_rule(ruleset, o->dirs[i], all, "--write folder", 0);
+  for (int i = 0; i < o->nfiles; i++) add_path_rule(ruleset, o->files[i], all & LL_FILE_RIGHTS, "--write-file", 0);
+  /*
+   * The rule lands on this process's own /proc/<pid> folder (what /proc/self names now); after
+   * exec the program keeps the pid, so /proc/self works for it and for nobody it starts.
+   */
+  if (o->proc_self || o->nreads == 0) add_path_rule(ruleset, "/proc/self", LL_READ_RIGHTS, "/proc/self", 0);
   return ruleset;
 }
 
@@ -408,11 +378,18 @@ static int write_file_once(const char *path, const char *text) {
 }
 
 /*
- * Inside a new user namespace (not root): map only our own uid and gid, so files keep their owners
- * and the program gains nothing after exec (its uid is not 0 there, so exec drops the namespace's
- * capabilities).
+ * Enters a private mount namespace: as root directly, otherwise inside a new user namespace that
+ * maps only our own uid and gid (files keep their owners, and the program gains nothing after exec:
+ * its uid is not 0 there, so exec drops the namespace's capabilities). Returns 0, or -1 when
+ * neither is permitted here (the caller falls back to seccomp).
  */
-static void write_id_maps(uid_t uid, gid_t gid) {
+static int enter_mount_namespace(void) {
+  const char *off = getenv("RATCHET_CONFINE_NO_NAMESPACES");
+  if (off && *off && strcmp(off, "0") != 0) return -1;
+  if (unshare(CLONE_NEWNS) == 0) return 0;
+  uid_t uid = geteuid();
+  gid_t gid = getegid();
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return -1;
   char map[64];
   snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
   if (write_file_once("/proc/self/uid_map", map) != 0) fail(EXIT_SETUP, "write uid_map", errno);
@@ -420,6 +397,7 @@ static void write_id_maps(uid_t uid, gid_t gid) {
     fail(EXIT_SETUP, "write setgroups", errno);
   snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
   if (write_file_once("/proc/self/gid_map", map) != 0) fail(EXIT_SETUP, "write gid_map", errno);
+  return 0;
 }
 
 /* Whether `path` is `root` or beneath it (both canonical). */
@@ -450,7 +428,7 @@ static void bind_writable(const char *real) {
  * bind. A root nested in another is covered by the outer bind (binding it again would turn a
  * rename between them into EXDEV).
  */
-static void remount_read_only(const struct options *o) {
+static int remount_read_only(const struct options *o) {
   static char real[2 * MAX_PATHS][4096];
   int nreal = 0;
   for (int i = 0; i < o->ndirs + o->nfiles; i++) {
@@ -463,8 +441,11 @@ static void remount_read_only(const struct options *o) {
   char cwd[4096];
   int have_cwd = getcwd(cwd, sizeof cwd) != NULL;
   struct m_mount_attr ro = {.attr_set = M_MOUNT_ATTR_RDONLY, .propagation = M_MS_PRIVATE};
-  if (syscall(NR_mount_setattr, AT_FDCWD, "/", M_AT_RECURSIVE, &ro, sizeof ro) != 0)
+  if (syscall(NR_mount_setattr, AT_FDCWD, "/", M_AT_RECURSIVE, &ro, sizeof ro) != 0) {
+    /* A user namespace without mount rights (e.g. Ubuntu's AppArmor policy): nothing changed yet. */
+    if (errno == EPERM || errno == EACCES) return -1;
     fail(EXIT_SETUP, "mount_setattr / read-only", errno);
+  }
   for (int i = 0; i < nreal; i++) {
     int covered = 0;
     for (int j = 0; j < nreal && !covered; j++)
@@ -473,6 +454,7 @@ static void remount_read_only(const struct options *o) {
   }
   /* The working folder still points into the read-only mount below a fresh bind: look it up again. */
   if (have_cwd && chdir(cwd) != 0) fail(EXIT_SETUP, "chdir back to the working folder", errno);
+  return 0;
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -583,16 +565,21 @@ static void install_seccomp(int no_metadata) {
   if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) fail(EXIT_SETUP, "seccomp filter", errno);
 }
 
-/* Confines the calling process (the command, just before exec). Exits 125 on any failure. */
-static void confine(const struct options *o, enum isolation iso) {
+/*
+ * Confines the calling process (the command, just before exec). Exits 125 on any failure. Returns
+ * whether metadata is confined to the write roots (mount namespace) rather than refused everywhere.
+ */
+static int confine(const struct options *o) {
   long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
   if (abi < 1) fail(EXIT_SETUP, "Landlock is not available on this kernel", errno);
-  int ruleset = landlock_ruleset(o, abi, iso);
+  int precise = enter_mount_namespace() == 0 && remount_read_only(o) == 0;
+  int ruleset = landlock_ruleset(o, abi);
   drop_capabilities();
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(EXIT_SETUP, "no_new_privs", errno);
-  install_seccomp(iso == ISOLATION_DIRECT);
+  install_seccomp(!precise);
   if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) fail(EXIT_SETUP, "landlock_restrict_self", errno);
   close(ruleset);
+  return precise;
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -731,41 +718,33 @@ static int exit_like(int status) {
   return EXIT_SETUP;
 }
 
-static void print_probe(long abi, enum isolation iso) {
+static void print_probe(long abi, int precise) {
   printf("landlock abi %ld\n", abi);
   printf("feature reads yes\n");
-  printf(iso == ISOLATION_NAMESPACES
-             ? "feature metadata yes\n"
-             : "feature metadata no (no mount namespace here: every metadata change is refused)\n");
-  /* In its own pid namespace the command cannot even name a process outside. */
-  printf("feature signals %s\n", abi >= 6 || iso == ISOLATION_NAMESPACES ? "yes" : "no");
+  printf(precise ? "feature metadata yes\n"
+                 : "feature metadata no (no mount namespace here: every metadata change is refused)\n");
+  printf("feature signals %s\n", abi >= 6 ? "yes" : "no");
   printf("feature proc yes\n");
 }
 
+/* The probe's child exits with this when metadata fell back to seccomp (0 when confined precisely). */
+#define PROBE_METADATA_FALLBACK 3
+
 /* ------------------------------------------------------------------------------------------------
- * Starting the command
+ * The supervisor
  */
 
 /* The signals the supervisor acts on, blocked in it; the command gets `original` back. */
 static sigset_t watched, original;
 
-/* Runs in the child: confines (unless `iso` is null), restores the signal mask, execs. */
-static void become_command(const struct options *o, char **argv, const enum isolation *iso) {
-  if (iso) confine(o, *iso);
-  sigprocmask(SIG_SETMASK, &original, NULL);
-  if (o->probe) _exit(0);
-  execvp(argv[o->cmd], &argv[o->cmd]);
-  failf(EXIT_NOT_RUNNABLE, errno, "cannot run %s", argv[o->cmd]);
-}
-
 /*
- * Starts the command as our child, confined per `iso` (or not at all when null).
+ * Starts the command as our child, confined unless --supervise-only.
  *
  * vfork: the child borrows our memory until it execs, which saves a page-table copy. It makes
  * system calls and a few allocations (opendir; they leak into our heap, harmlessly), writes
  * nothing we read afterwards, and leaves through exec or _exit, which is what vfork allows.
  */
-static pid_t start_direct(const struct options *o, char **argv, const enum isolation *iso) {
+static pid_t start_command(const struct options *o, char **argv) {
   pid_t self = getpid();
   pid_t child = vfork();
   if (child < 0) fail(EXIT_SETUP, "vfork", errno);
@@ -774,105 +753,14 @@ static pid_t start_direct(const struct options *o, char **argv, const enum isola
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) fail(EXIT_SETUP, "PR_SET_PDEATHSIG", errno);
     if (getppid() != self) _exit(EXIT_SETUP);
     prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
-    become_command(o, argv, iso);
+    int precise = o->supervise_only ? 1 : confine(o);
+    sigprocmask(SIG_SETMASK, &original, NULL);
+    if (o->probe) _exit(precise ? 0 : PROBE_METADATA_FALLBACK);
+    execvp(argv[o->cmd], &argv[o->cmd]);
+    failf(EXIT_NOT_RUNNABLE, errno, "cannot run %s", argv[o->cmd]);
   }
   return child;
 }
-
-/*
- * A fresh /proc for the new pid namespace: it lists only the sandbox's processes. When reads are
- * confined and no --read names anything under /proc, it holds nothing else either (subset=pid),
- * so --proc-self exposes exactly the sandbox's own process folders.
- */
-static void mount_proc(const struct options *o) {
-  int subset = o->nreads > 0;
-  for (int i = 0; i < o->nreads; i++)
-    if (strncmp(o->reads[i], "/proc", 5) == 0 && (o->reads[i][5] == '/' || o->reads[i][5] == '\0')) subset = 0;
-  unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY;
-  if (mount("proc", "/proc", "proc", flags, subset ? "subset=pid" : NULL) != 0)
-    fail(EXIT_SETUP, "mount /proc", errno);
-}
-
-/*
- * The namespace init (pid 1 of the new pid namespace, in its own mount namespace): prepares the
- * mounts, starts the command, waits for it and sends its wait status up `status_fd` ("S" + int).
- * When it exits the kernel SIGKILLs whatever else still runs in the namespace, so nothing the
- * command started can outlive it, whatever it did with sessions and groups. It takes no signal
- * itself (they stay blocked): the supervisor signals the sandbox's processes directly.
- */
-static void run_init(const struct options *o, int argc, char **argv, int status_fd, int in_userns, uid_t uid,
-                     gid_t gid) {
-  namespace_setup_fd = status_fd;
-  /*
-   * We sit outside the sandbox, so nothing in it may read our /proc/1 (environ, maps, fd): not
-   * dumpable means ptrace-mode access needs CAP_SYS_PTRACE, which the command does not keep.
-   */
-  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) fail(EXIT_SETUP, "PR_SET_PDEATHSIG", errno);
-  /* The supervisor died before the line above: its end of the pipe is closed. */
-  struct pollfd pf = {.fd = status_fd, .events = 0};
-  if (poll(&pf, 1, 0) > 0 && (pf.revents & POLLERR)) _exit(EXIT_SETUP);
-  if (in_userns) write_id_maps(uid, gid);
-  remount_read_only(o);
-  mount_proc(o);
-  namespace_setup_fd = -1;
-  pid_t command = vfork();
-  if (command < 0) fail(EXIT_SETUP, "vfork", errno);
-  if (command == 0) {
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) fail(EXIT_SETUP, "PR_SET_PDEATHSIG", errno);
-    enum isolation iso = ISOLATION_NAMESPACES;
-    become_command(o, argv, &iso);
-  }
-  /* /proc/1/cmdline stays readable whatever the mode: blank ours (the command has its own copy). */
-  for (int i = 0; i < argc; i++) memset(argv[i], 0, strlen(argv[i]));
-  for (;;) {
-    int status;
-    pid_t r = waitpid(-1, &status, 0);
-    if (r == command) {
-      char msg[1 + sizeof status];
-      msg[0] = 'S';
-      memcpy(msg + 1, &status, sizeof status);
-      _exit(write(status_fd, msg, sizeof msg) == (ssize_t)sizeof msg ? 0 : EXIT_SETUP);
-    }
-    if (r < 0 && errno != EINTR) _exit(EXIT_SETUP);
-  }
-}
-
-/*
- * Starts the namespace init (as root, or in a new user namespace otherwise). Returns its pid and
- * the read end of its status pipe, or -1 when this system permits neither.
- */
-static pid_t start_in_namespaces(const struct options *o, int argc, char **argv, int *status_fd) {
-  const char *off = getenv("RATCHET_CONFINE_NO_NAMESPACES");
-  if (off && *off && strcmp(off, "0") != 0) return -1;
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
-  uid_t uid = geteuid();
-  gid_t gid = getegid();
-  int in_userns = 0;
-  /* A plain fork into new namespaces (clone without a stack: the child continues here). */
-  long pid = syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, 0, 0, 0, 0);
-  if (pid < 0 && uid != 0) {
-    in_userns = 1;
-    pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, 0, 0, 0, 0);
-  }
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return -1;
-  }
-  if (pid == 0) {
-    close(fds[0]);
-    run_init(o, argc, argv, fds[1], in_userns, uid, gid);
-  }
-  close(fds[1]);
-  *status_fd = fds[0];
-  return (pid_t)pid;
-}
-
-/* ------------------------------------------------------------------------------------------------
- * The supervisor
- */
 
 static struct {
   long timeout_at, kill_at; /* deadlines (monotonic ms, -1 for none) */
@@ -922,18 +810,6 @@ static int wait_for(pid_t child, const struct options *o) {
   }
 }
 
-/* What the namespace init sent: 'S' and the command's status, 'N' (retry without), or nothing. */
-static char read_init_report(int fd, int *status) {
-  char msg[1 + sizeof(int)];
-  ssize_t n = read(fd, msg, sizeof msg);
-  close(fd);
-  if (n == (ssize_t)sizeof msg && msg[0] == 'S') {
-    memcpy(status, msg + 1, sizeof(int));
-    return 'S';
-  }
-  return n >= 1 && msg[0] == 'N' ? 'N' : 0;
-}
-
 int main(int argc, char **argv) {
   /* Static, not on the stack or in registers: the vfork child below shares them with us. */
   static struct options o;
@@ -961,16 +837,7 @@ int main(int argc, char **argv) {
 
   sv.timeout_at = o.timeout_ms >= 0 ? now_ms() + o.timeout_ms : -1;
   sv.kill_at = -1;
-  static enum isolation iso = ISOLATION_DIRECT;
-  int status = 0, status_fd = -1;
-  pid_t child = o.supervise_only ? -1 : start_in_namespaces(&o, argc, argv, &status_fd);
-  if (child > 0) {
-    iso = ISOLATION_NAMESPACES;
-    status = wait_for(child, &o);
-    char report = read_init_report(status_fd, &status);
-    if (report == 'N' && !sv.timed_out && !sv.parent_died) child = -1, iso = ISOLATION_DIRECT;
-  }
-  if (child <= 0) status = wait_for(start_direct(&o, argv, o.supervise_only ? NULL : &iso), &o);
+  int status = wait_for(start_command(&o, argv), &o);
 
   kill_all_descendants();
   cleanup(&o);
@@ -979,9 +846,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ratchet-confine: timed out after %ld ms\n", o.timeout_ms);
     return EXIT_TIMEOUT;
   }
-  if (o.probe && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+  int probe_ok = WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == PROBE_METADATA_FALLBACK);
+  if (o.probe && probe_ok) {
     if (o.supervise_only) printf("supervise-only\n");
-    else print_probe(syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION), iso);
+    else
+      print_probe(syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION), WEXITSTATUS(status) == 0);
     return 0;
   }
   return exit_like(status);
