@@ -93,6 +93,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -407,12 +408,16 @@ static int beneath(const char *path, const char *root) {
   return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
-/* Binds `real` (canonical) over itself as a fresh writable mount (and its submounts). */
+/*
+ * Binds `real` (canonical) over itself as a fresh writable mount. The clone takes the mounts below
+ * it along (a user namespace may not clone a tree without them), but only its top becomes
+ * writable: a mount below a write root stays read-only, which refuses more, never less.
+ */
 static void bind_writable(const char *real) {
   int tree = (int)syscall(NR_open_tree, AT_FDCWD, real, M_OPEN_TREE_CLONE | O_CLOEXEC | M_AT_RECURSIVE);
   if (tree < 0) failf(EXIT_SETUP, errno, "open_tree %s", real);
   struct m_mount_attr rw = {.attr_clr = M_MOUNT_ATTR_RDONLY};
-  if (syscall(NR_mount_setattr, tree, "", AT_EMPTY_PATH | M_AT_RECURSIVE, &rw, sizeof rw) != 0)
+  if (syscall(NR_mount_setattr, tree, "", AT_EMPTY_PATH, &rw, sizeof rw) != 0)
     failf(EXIT_SETUP, errno, "mount_setattr %s writable", real);
   if (syscall(NR_move_mount, tree, "", AT_FDCWD, real, M_MOVE_MOUNT_F_EMPTY_PATH) != 0)
     failf(EXIT_SETUP, errno, "move_mount %s", real);
@@ -436,7 +441,13 @@ static int remount_read_only(const struct options *o) {
     struct stat st;
     if (!realpath(p, real[nreal])) failf(EXIT_SETUP, errno, "cannot resolve write root %s", p);
     if (stat(real[nreal], &st) != 0) failf(EXIT_SETUP, errno, "cannot stat write root %s", p);
-    if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) nreal++;
+    /*
+     * Character devices (/dev/null) stay writable on a read-only mount; a root that was read-only
+     * before stays so (clearing the flag on its bind would grant more than the caller had).
+     */
+    struct statvfs vfs;
+    int was_read_only = statvfs(real[nreal], &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
+    if ((S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) && !was_read_only) nreal++;
   }
   char cwd[4096];
   int have_cwd = getcwd(cwd, sizeof cwd) != NULL;
@@ -827,6 +838,8 @@ int main(int argc, char **argv) {
   sigaddset(&watched, SIGHUP);
   sigaddset(&watched, SIGUSR1);
   sigprocmask(SIG_BLOCK, &watched, &original);
+  /* An inherited SIG_IGN would make the kernel reap our children before we see their status. */
+  signal(SIGCHLD, SIG_DFL);
   if (prctl(PR_SET_PDEATHSIG, SIGUSR1, 0, 0, 0) != 0) fail(EXIT_SETUP, "PR_SET_PDEATHSIG", errno);
   if (getppid() != parent) {
     cleanup(&o);
