@@ -20,6 +20,7 @@
  *     (e.g. --read /proc/cpuinfo). Without any --read, / is readable entry by entry (everything but
  *     /proc; / itself cannot be listed) and so is /proc except the numbered process folders, plus
  *     the program's own. (Landlock read rules: no /proc/<pid> folder gets a rule but the program's.)
+ *     A --read or --write of /, /proc or another process's /proc/<pid> is refused (exit 125).
  *     Why not a pid namespace with a fresh /proc (every descendant would see its own /proc/self)?
  *     It costs about the same (measured 0.1 ms more), but pids seen inside would no longer be the
  *     caller's, signals to outside pids would fail with ESRCH instead of EPERM, and the command
@@ -361,6 +362,30 @@ static void read_everything_but_processes(int ruleset) {
   }
 }
 
+/*
+ * A root that would hold another process's /proc/<pid> folder (/, /proc, /proc/<other pid>) is
+ * refused: a rule on it would open every process's environment to the command.
+ */
+static void refuse_proc_exposure(const char *path, const char *flag) {
+  char real[4096];
+  if (!realpath(path, real)) return; /* missing: add_path_rule decides */
+  int exposed = strcmp(real, "/") == 0 || strcmp(real, "/proc") == 0;
+  if (!exposed && strncmp(real, "/proc/", 6) == 0) {
+    char pid[32];
+    size_t n = strcspn(real + 6, "/");
+    if (n < sizeof pid) {
+      memcpy(pid, real + 6, n);
+      pid[n] = '\0';
+      exposed = is_pid_name(pid) && atol(pid) != (long)getpid();
+    }
+  }
+  if (exposed) {
+    char what[4300];
+    snprintf(what, sizeof what, "%s %s would expose other processes' /proc entries", flag, path);
+    fail(EXIT_SETUP, what, 0);
+  }
+}
+
 /* Builds the Landlock ruleset for `o` (not yet enforced). */
 static int landlock_ruleset(const struct options *o, long abi) {
   struct ll_ruleset_attr attr = {0};
@@ -370,6 +395,8 @@ static int landlock_ruleset(const struct options *o, long abi) {
   int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
   if (ruleset < 0) fail(EXIT_SETUP, "landlock_create_ruleset", errno);
   uint64_t all = attr.handled_access_fs;
+  for (int i = 0; i < o->nreads; i++) refuse_proc_exposure(o->reads[i], "--read");
+  for (int i = 0; i < o->ndirs; i++) refuse_proc_exposure(o->dirs[i], "--write");
   if (o->nreads == 0) read_everything_but_processes(ruleset);
   for (int i = 0; i < o->nreads; i++) add_path_rule(ruleset, o->reads[i], LL_READ_RIGHTS, "--read", 1);
   for (int i = 0; i < o->ndirs; i++) add_path_rule(ruleset, o->dirs[i], all, "--write folder", 0);
@@ -725,9 +752,12 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
   return 0;
 }
 
-/* Removes each --cleanup folder (without following links: nothing in it runs any more). */
+/*
+ * Removes each --cleanup folder, without following links or entering other file systems (nothing
+ * in it runs any more, so nothing can swap a link in meanwhile).
+ */
 static void cleanup(const struct options *o) {
-  for (int i = 0; i < o->ncleanups; i++) nftw(o->cleanups[i], remove_entry, 32, FTW_DEPTH | FTW_PHYS);
+  for (int i = 0; i < o->ncleanups; i++) nftw(o->cleanups[i], remove_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
 /* Leaves the way the command did: its status, or its signal re-raised. */

@@ -169,6 +169,19 @@ describe.skipIf(skipReason !== undefined)("native: /proc of processes outside th
     expect(outcomes(cpu.stdout)).toEqual({ cpu: "ok", mem: "refused" });
   });
 
+  it("refuses a read or write root that would hold other processes' /proc folders", () => {
+    for (const [flag, path] of [
+      ["--read", "/"],
+      ["--read", "/proc"],
+      ["--read", "/proc/1"],
+      ["--write", "/"],
+    ]) {
+      const r = launch([flag as string, path as string, "--", "/bin/true"]);
+      expect(r.status).toBe(125);
+      expect(r.stderr).toBe(`ratchet-confine: ${flag} ${path} would expose other processes' /proc entries\n`);
+    }
+  });
+
   it("the launcher's own environment stays out of reach while it supervises", async () => {
     const pidFile = join(s.dir, "sup.pid");
     // bash prints its parent (the supervisor), waits, then tries; the supervisor holds the secret.
