@@ -36,6 +36,8 @@
  *   - Signals: cannot signal processes outside its sandbox (Landlock ABI 6 signal scope). On older
  *     kernels it can signal anything its uid may; --probe says `feature signals no` (callers that
  *     need it there must use a pid namespace, e.g. bubblewrap).
+ *   - /dev/shm: with the mount namespace, a private empty tmpfs (64 MB) it may write (POSIX
+ *     semaphores: Python's multiprocessing); without it, /dev/shm is not writable.
  *   - It cannot leave its process group (setsid/setpgid fail with EPERM), change mounts (mount,
  *     umount, mount_setattr, open_tree, move_mount, fs* fail with EPERM), and a root caller keeps
  *     only Docker's default capabilities (no CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH, ...)
@@ -110,6 +112,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -387,7 +390,7 @@ static void refuse_proc_exposure(const char *path, const char *flag) {
 }
 
 /* Builds the Landlock ruleset for `o` (not yet enforced). */
-static int landlock_ruleset(const struct options *o, long abi) {
+static int landlock_ruleset(const struct options *o, long abi, int private_shm) {
   struct ll_ruleset_attr attr = {0};
   /* Reads are always handled: even without --read, /proc/<pid> of other processes must be denied. */
   attr.handled_access_fs = write_rights((int)abi) | LL_READ_RIGHTS;
@@ -406,6 +409,7 @@ static int landlock_ruleset(const struct options *o, long abi) {
    * exec the program keeps the pid, so /proc/self works for it and for nobody it starts.
    */
   if (o->proc_self || o->nreads == 0) add_path_rule(ruleset, "/proc/self", LL_READ_RIGHTS, "/proc/self", 0);
+  if (private_shm) add_path_rule(ruleset, "/dev/shm", all, "/dev/shm", 1);
   return ruleset;
 }
 
@@ -508,6 +512,14 @@ static int remount_read_only(const struct options *o) {
       if (j != i && beneath(real[i], real[j]) && (strcmp(real[i], real[j]) != 0 || j < i)) covered = 1;
     if (!covered) bind_writable(real[i]);
   }
+  /*
+   * A private, empty /dev/shm (POSIX semaphores and shared memory: Python's multiprocessing needs
+   * it): the command sees nothing of other processes' there, and it vanishes with the namespace.
+   */
+  struct stat shm;
+  if (stat("/dev/shm", &shm) == 0 && S_ISDIR(shm.st_mode) &&
+      mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64m,mode=1777") != 0)
+    fail(EXIT_SETUP, "mount a private /dev/shm", errno);
   /* The working folder still points into the read-only mount below a fresh bind: look it up again. */
   if (have_cwd && chdir(cwd) != 0) fail(EXIT_SETUP, "chdir back to the working folder", errno);
   return 0;
@@ -629,7 +641,7 @@ static int confine(const struct options *o) {
   long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
   if (abi < 1) fail(EXIT_SETUP, "Landlock is not available on this kernel", errno);
   int precise = enter_mount_namespace() == 0 && remount_read_only(o) == 0;
-  int ruleset = landlock_ruleset(o, abi);
+  int ruleset = landlock_ruleset(o, abi, precise);
   drop_capabilities();
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(EXIT_SETUP, "no_new_privs", errno);
   install_seccomp(!precise);
