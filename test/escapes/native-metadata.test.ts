@@ -6,7 +6,7 @@
  * roots, so they fail with EROFS outside and work inside. Where it is not, seccomp refuses every
  * metadata call with EPERM (inside the write roots too) and --probe says `feature metadata no`.
  */
-import { chmodSync, mkdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -120,6 +120,37 @@ describe.skipIf(skipReason !== undefined || !python)("native: metadata outside t
     expect(o["in-write"]).toBe("ok");
     unchanged();
   });
+
+  it.skipIf(!probe?.features.metadata)(
+    "the sandbox gets a private /dev/shm: multiprocessing works, the host's stays unseen",
+    () => {
+      const marker = `/dev/shm/ratchet-native-${process.pid}`;
+      writeFileSync(marker, "host shared memory");
+      try {
+        const py = [
+          "import multiprocessing as mp, os, sys",
+          "lock = mp.Lock()",
+          "with lock: print('lock ok')",
+          "print('host', 'seen' if os.path.exists(sys.argv[1]) else 'unseen')",
+        ].join("\n");
+        const r = launch([
+          "--write",
+          out,
+          "--write-file",
+          "/dev/null",
+          "--",
+          python?.exe as string,
+          "-c",
+          py,
+          marker,
+        ]);
+        expect(r.status, r.stderr).toBe(0);
+        expect(outcomes(r.stdout)).toEqual({ lock: "ok", host: "unseen" });
+      } finally {
+        rmSync(marker, { force: true });
+      }
+    },
+  );
 
   it.skipIf(!probe?.features.metadata)(
     "a shell's chmod/touch in its working folder (a write root) still work",
