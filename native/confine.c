@@ -40,8 +40,9 @@
  *     semaphores: Python's multiprocessing); without it, /dev/shm is not writable.
  *   - It cannot leave its process group (setsid/setpgid fail with EPERM), change mounts (mount,
  *     umount, mount_setattr, open_tree, move_mount, fs* fail with EPERM), and a root caller keeps
- *     only Docker's default capabilities (no CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH, ...)
- *     so it cannot undo the read-only mounts or open files by handle.
+ *     only Docker's default capabilities minus CAP_MKNOD and CAP_NET_RAW (no CAP_SYS_ADMIN,
+ *     CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH, ...), so it cannot undo the read-only mounts, open files
+ *     by handle, make device nodes or sniff loopback traffic.
  *
  * --supervise-only skips every confinement above; only the supervision below applies (trusted user
  * commands, `step run`).
@@ -191,6 +192,8 @@ struct ll_path_beneath_attr {
 #define M_MOVE_MOUNT_F_EMPTY_PATH 0x4
 #define M_AT_RECURSIVE 0x8000
 #define M_MOUNT_ATTR_RDONLY 0x1
+#define M_MOUNT_ATTR_NOSUID 0x2
+#define M_MOUNT_ATTR_NODEV 0x4
 #define M_MS_PRIVATE (1 << 18)
 
 struct m_mount_attr {
@@ -465,7 +468,8 @@ static int beneath(const char *path, const char *root) {
 static void bind_writable(const char *real) {
   int tree = (int)syscall(NR_open_tree, AT_FDCWD, real, M_OPEN_TREE_CLONE | O_CLOEXEC | M_AT_RECURSIVE);
   if (tree < 0) failf(EXIT_SETUP, errno, "open_tree %s", real);
-  struct m_mount_attr rw = {.attr_clr = M_MOUNT_ATTR_RDONLY};
+  /* nodev and nosuid: a device node or set-uid file made in a write root stays inert. */
+  struct m_mount_attr rw = {.attr_set = M_MOUNT_ATTR_NOSUID | M_MOUNT_ATTR_NODEV, .attr_clr = M_MOUNT_ATTR_RDONLY};
   if (syscall(NR_mount_setattr, tree, "", AT_EMPTY_PATH, &rw, sizeof rw) != 0)
     failf(EXIT_SETUP, errno, "mount_setattr %s writable", real);
   if (syscall(NR_move_mount, tree, "", AT_FDCWD, real, M_MOVE_MOUNT_F_EMPTY_PATH) != 0)
@@ -530,15 +534,17 @@ static int remount_read_only(const struct options *o) {
  */
 
 /*
- * A root caller keeps Docker's default capability set after exec; everything else (CAP_SYS_ADMIN
- * above all, which could clear the read-only mount flags with mount_setattr; CAP_DAC_READ_SEARCH,
- * which opens files by handle) leaves the bounding set. Harmless for other callers (EPERM: they
- * have nothing to drop, and no_new_privs keeps them from gaining anything).
+ * A root caller keeps Docker's default capability set after exec minus CAP_MKNOD (a block device
+ * node made in a write root would open the raw disk) and CAP_NET_RAW (a packet socket on lo would
+ * capture other processes' loopback traffic, bearer tokens included). Everything else leaves the
+ * bounding set: CAP_SYS_ADMIN above all (mount_setattr could clear the read-only flags),
+ * CAP_DAC_READ_SEARCH (opens files by handle), CAP_SYS_PTRACE. Harmless for other callers (EPERM:
+ * they have nothing to drop, and no_new_privs keeps them from gaining anything).
  */
 static void drop_capabilities(void) {
-  static const int keep[] = {CAP_CHOWN,  CAP_DAC_OVERRIDE, CAP_FSETID,  CAP_FOWNER,           CAP_MKNOD,
-                             CAP_NET_RAW, CAP_SETGID,      CAP_SETUID,  CAP_SETFCAP,          CAP_SETPCAP,
-                             CAP_NET_BIND_SERVICE,         CAP_SYS_CHROOT, CAP_KILL,          CAP_AUDIT_WRITE};
+  static const int keep[] = {CAP_CHOWN,   CAP_DAC_OVERRIDE, CAP_FSETID,           CAP_FOWNER,
+                             CAP_SETGID,  CAP_SETUID,       CAP_SETFCAP,          CAP_SETPCAP,
+                             CAP_SYS_CHROOT, CAP_KILL,      CAP_NET_BIND_SERVICE, CAP_AUDIT_WRITE};
   for (int cap = 0; cap <= 63; cap++) {
     int kept = 0;
     for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++) kept |= keep[k] == cap;
