@@ -32,7 +32,8 @@
  *     which / is recursively read-only and each write root is a fresh writable bind mount; as root
  *     directly, otherwise inside an unprivileged user namespace.) Where neither is permitted a
  *     seccomp filter refuses every metadata call with EPERM, inside the write roots too, and
- *     --probe says `feature metadata no`.
+ *     --probe says `feature metadata no`. With the namespace a write outside the write roots also
+ *     fails with EROFS ("Read-only file system") rather than Landlock's EACCES.
  *   - Signals: cannot signal processes outside its sandbox (Landlock ABI 6 signal scope). On older
  *     kernels it can signal anything its uid may; --probe says `feature signals no` (callers that
  *     need it there must use a pid namespace, e.g. bubblewrap).
@@ -89,8 +90,14 @@
  * "feature NAME yes|no" line for reads, metadata, signals and proc. Exit 0 when the sandbox can be
  * set up on this kernel, 125 with the reason otherwise.
  *
+ * Not covered: connecting to a pathname Unix socket outside (Landlock has no right for it);
+ * descriptors the caller passes in (stdin/stdout, inherited fds) work as opened, metadata calls on
+ * them included; a descendant's own /proc/self (see /proc above); descendants that left the process
+ * group (only possible with --supervise-only) when the supervisor itself is SIGKILLed (the caller
+ * should SIGTERM first: the supervisor then kills everything before it exits).
+ *
  * RATCHET_CONFINE_NO_NAMESPACES=1 skips the mount namespace as if it were not permitted (tests of
- * the fallback; it can only make a sandbox refuse more, never less).
+ * the fallback): the sandbox then gets exactly what a machine without namespaces gives it.
  *
  * Nothing here needs a header newer than the kernel's uapi basics: the Landlock, mount-API and
  * newer system-call constants are defined below so the program builds on older distributions and
