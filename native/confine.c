@@ -192,6 +192,8 @@ struct ll_path_beneath_attr {
 #define NR_fsmount 432
 #define NR_fspick 433
 #define NR_mount_setattr 442
+#define NR_pidfd_send_signal 424
+#define NR_pidfd_open 434
 #define NR_fchmodat2 452
 #define NR_setxattrat 463
 #define NR_removexattrat 466
@@ -692,6 +694,25 @@ static pid_t parent_of(const char *pid) {
 }
 
 /*
+ * Signals `pid` only if it is still the child of `parent` (or, reparented, ours): the pidfd pins the
+ * process, so a pid that was freed and reused since the /proc walk (by a process that is not ours)
+ * is left alone. A new holder with the same parent would be a descendant too.
+ */
+static void signal_if_child_of(pid_t pid, pid_t parent, int sig) {
+  char name[32];
+  snprintf(name, sizeof name, "%d", (int)pid);
+  int fd = (int)syscall(NR_pidfd_open, pid, 0);
+  if (fd < 0) {
+    if (errno == ENOSYS) kill(pid, sig); /* before Linux 5.3: the plain, racy way */
+    return;
+  }
+  pid_t now = parent_of(name);
+  /* Reparented to us meanwhile (its parent died): still ours. */
+  if (now == parent || now == getpid()) syscall(NR_pidfd_send_signal, fd, sig, NULL, 0);
+  close(fd);
+}
+
+/*
  * Sends `sig` to every descendant of this process: a walk of /proc's parent links from us. We are a
  * child subreaper, so a descendant whose parent died was reparented to us and is still found, also
  * after setsid. Returns how many were signalled.
@@ -743,7 +764,7 @@ static int signal_descendants(int sig) {
   int count = 0;
   for (size_t i = 0; i < n; i++)
     if (marked[i]) {
-      kill(pids[i], sig);
+      signal_if_child_of(pids[i], ppids[i], sig);
       count++;
     }
   return count;
