@@ -1,9 +1,11 @@
-// Builds dist/native/ratchet-confine from native/confine.c: the Landlock + seccomp launcher that
-// confines a learned Python script's writes without namespaces (see src/workflow/sandbox.ts).
-// Linked statically when the C library allows it (an exec of a static binary skips the dynamic
-// loader); built next to the live binary and renamed over it, so a run that is starting a script
-// never sees half a file. Without a C compiler, or on an architecture the launcher does not know,
-// nothing is built: Python scripts then run under bubblewrap where it works (`ratchet doctor`).
+// Builds dist/native/ratchet-confine from native/confine.c: the launcher that confines untrusted
+// scripts and runner commands (Landlock reads/writes and /proc, a read-only mount namespace for
+// metadata, signal scope, seccomp) and supervises every command, trusted ones too (time-out, no
+// process left behind, cleanup); its header comment is the reference. Linked statically when the
+// C library allows it (an exec of a static binary skips the dynamic loader); built next to the
+// live binary and renamed over it, so a run that is starting a script never sees half a file.
+// Without a C compiler, or on an architecture the launcher does not know, nothing is built:
+// Python scripts then run under bubblewrap where it works (`ratchet doctor`).
 import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
 
