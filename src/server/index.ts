@@ -4,6 +4,8 @@
  */
 export type { RouteGroup, RouteKit, ServerApp, ServerAppOptions, ServerEnv } from "./app.js";
 export { BUILTIN_ROUTES, createServerApp } from "./app.js";
+export type { ServerConfig } from "./config.js";
+export { compileServerConfig, loadServerConfig } from "./config.js";
 export type { ServerContext, ServerContextOptions } from "./context.js";
 export { openServerContext } from "./context.js";
 export type { EventFilter, Subscriber } from "./event-hub.js";
