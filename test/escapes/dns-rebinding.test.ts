@@ -10,6 +10,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startBridge } from "../../src/bridge/index.js";
 import {
   assertBuilt,
   makeWorkspace,
@@ -34,9 +35,15 @@ interface Reply {
 }
 
 /** One raw request to the server on 127.0.0.1 with exactly these headers (no fetch normalising). */
-function raw(method: string, path: string, headers: Record<string, string>, body?: string): Promise<Reply> {
+function raw(
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+  toPort = port,
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: "127.0.0.1", port, method, path, headers, setHost: false }, (res) => {
+    const req = request({ host: "127.0.0.1", port: toPort, method, path, headers, setHost: false }, (res) => {
       let text = "";
       res.setEncoding("utf8");
       res.on("data", (c: string) => {
@@ -233,5 +240,47 @@ describe("a foreign Origin is refused on writes and MCP with 403 naming the head
     const r = await raw("GET", "/api/plans", { host: `127.0.0.1:${port}`, origin: "http://evil.example" });
     expect(r.status).toBe(200);
     expect(r.headers["access-control-allow-origin"]).toBeUndefined();
+  });
+});
+
+describe("the tool bridge answers only loopback names", () => {
+  it("refuses a rebound Host with 421 and a foreign Origin with 403; scripts' 127.0.0.1 works", async () => {
+    const bridge = await startBridge({ config: { mcpServers: {} } });
+    try {
+      const call = (headers: Record<string, string>) =>
+        raw(
+          "POST",
+          "/tools/virtual/get_api_spec",
+          { authorization: `Bearer ${bridge.token}`, "content-type": "application/json", ...headers },
+          "{}",
+          bridge.port,
+        );
+      const evil = await call({ host: "evil.example" });
+      expect(evil.status).toBe(421);
+      expect(JSON.parse(evil.body)).toMatchObject({ success: false });
+      expect(JSON.parse(evil.body).error).toContain("Host");
+      expect((await raw("GET", "/health", { host: "evil.example" }, undefined, bridge.port)).status).toBe(
+        421,
+      );
+      const foreign = await call({ host: `127.0.0.1:${bridge.port}`, origin: "http://evil.example" });
+      expect(foreign.status).toBe(403);
+      expect(JSON.parse(foreign.body).error).toContain("Origin");
+      // Past the host and origin checks (the empty body is the tool's own 400).
+      for (const host of [`127.0.0.1:${bridge.port}`, `localhost:${bridge.port}`])
+        expect([403, 421]).not.toContain((await call({ host })).status);
+      const health = await raw(
+        "GET",
+        "/health",
+        { host: `127.0.0.1:${bridge.port}` },
+        undefined,
+        bridge.port,
+      );
+      expect(health.status).toBe(200);
+      // What a script does: fetch(MCP_API_URL + path).
+      const viaUrl = await fetch(`${bridge.url}/health`);
+      expect(viaUrl.status).toBe(200);
+    } finally {
+      await bridge.close();
+    }
   });
 });
