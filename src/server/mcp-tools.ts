@@ -166,8 +166,34 @@ function reply(value: Record<string, unknown>, isError = false): CallToolResult 
   return { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value, isError };
 }
 
+/** Options of {@link createMcpServer}. */
+export interface McpServerOptions {
+  /** Refuse every write tool. Default false. */
+  readOnly?: boolean;
+  /**
+   * Refusals found on the raw JSON of the request (by JSON-RPC id) before the SDK parsed it: a
+   * `tools/call` with one of these ids answers with the error instead of running.
+   */
+  refusals?: ReadonlyMap<string | number, RatchetError>;
+}
+
+function errorReply(err: RatchetError, marker?: unknown): CallToolResult {
+  return reply(
+    {
+      ok: false,
+      error: {
+        code: err.code,
+        message: err.message,
+        ...(err.details.field ? { field: err.details.field } : {}),
+      },
+      ...(marker ? { marker } : {}),
+    },
+    true,
+  );
+}
+
 /** A new MCP server over `ctx` (one per HTTP request in stateless mode; one for stdio). */
-export function createMcpServer(ctx: ServerContext, opts: { readOnly?: boolean } = {}): Server {
+export function createMcpServer(ctx: ServerContext, opts: McpServerOptions = {}): Server {
   const server = new Server({ name: "ratchet", version: VERSION }, { capabilities: { tools: {} } });
   const defs = toolDefs(ctx);
   const byName = new Map(defs.map((d) => [d.name, d]));
@@ -179,7 +205,9 @@ export function createMcpServer(ctx: ServerContext, opts: { readOnly?: boolean }
       annotations: { readOnlyHint: !d.write },
     })),
   }));
-  server.setRequestHandler(CallToolRequestSchema, async (req) => {
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+    const refused = opts.refusals?.get(extra.requestId);
+    if (refused) return errorReply(refused);
     const def = byName.get(req.params.name);
     if (!def)
       return reply(
@@ -199,20 +227,7 @@ export function createMcpServer(ctx: ServerContext, opts: { readOnly?: boolean }
       assertNoForbiddenKeys(args);
       return reply(await def.call(args));
     } catch (e) {
-      const err = toRatchetError(e);
-      const marker = (e as { marker?: unknown }).marker;
-      return reply(
-        {
-          ok: false,
-          error: {
-            code: err.code,
-            message: err.message,
-            ...(err.details.field ? { field: err.details.field } : {}),
-          },
-          ...(marker ? { marker } : {}),
-        },
-        true,
-      );
+      return errorReply(toRatchetError(e), (e as { marker?: unknown }).marker);
     }
   });
   return server;
