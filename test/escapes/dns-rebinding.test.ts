@@ -284,3 +284,20 @@ describe("the tool bridge answers only loopback names", () => {
     }
   });
 });
+
+describe("a bad server section", () => {
+  it("makes ratchet serve exit 2 naming the entry", async () => {
+    const other = await makeWorkspace("ratchet-rebind-bad-");
+    try {
+      writeFileSync(
+        join(other.ratchetDir, "config.json"),
+        JSON.stringify({ server: { allowed_hosts: ["ok.lan", "http://x/"] } }),
+      );
+      const r = await other.run(["serve", "--port", "0", "--token", TOKEN]);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain("server.allowed_hosts[1]");
+    } finally {
+      other.remove();
+    }
+  });
+});
