@@ -355,6 +355,29 @@ describe("HTTP and MCP", () => {
     );
   });
 
+  it("an MCP body over 4 MiB is refused before it is parsed", async () => {
+    const args = { step_id: pending, agent_input: "x".repeat(5 * KIB * KIB) };
+    const body = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "start_step", arguments: args },
+    });
+    const before = dump(ws);
+    const res = await fetch(`${url}/mcp`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${TOKEN}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body,
+    });
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { error: { field: string } }).error.field).toBe("body");
+    expect(dump(ws)).toEqual(before);
+  });
+
   it("MCP list_plans validates limit and status exactly as GET /api/plans does", async () => {
     const cases: [Record<string, unknown>, string, string][] = [
       [{ limit: 0 }, "limit=0", "limit"],

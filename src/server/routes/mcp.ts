@@ -7,6 +7,7 @@
  * drops a `__proto__` key, so the tool would otherwise run without it instead of refusing.
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { bodyLimit } from "hono/body-limit";
 import {
   assertNoForbiddenKeys,
   decodeUtf8Strict,
@@ -14,6 +15,8 @@ import {
   toRatchetError,
 } from "../../core/index.js";
 import type { RouteGroup } from "../app.js";
+import { replyCode, ServerErrorCode } from "../http.js";
+import { MAX_BODY_BYTES } from "../limits.js";
 import { createMcpServer } from "../mcp-tools.js";
 
 /** The refusals of the `tools/call` messages in a body, by JSON-RPC id. */
@@ -32,8 +35,15 @@ function argumentRefusals(body: unknown): Map<string | number, RatchetError> {
   return out;
 }
 
+// The body is read here, not by the transport, so its 4 MiB bound is applied here too.
+const limit = bodyLimit({
+  maxSize: MAX_BODY_BYTES,
+  onError: (c) =>
+    replyCode(c, ServerErrorCode.TooLarge, `the body is larger than ${MAX_BODY_BYTES} bytes`, "body"),
+});
+
 export const mcpRoutes: RouteGroup = (app, { ctx, auth, readOnly }) => {
-  app.all("/mcp", auth, async (c) => {
+  app.all("/mcp", auth, limit, async (c) => {
     let parsedBody: unknown;
     let refusals = new Map<string | number, RatchetError>();
     let request = c.req.raw;
