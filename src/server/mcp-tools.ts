@@ -166,6 +166,26 @@ function reply(value: Record<string, unknown>, isError = false): CallToolResult 
   return { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value, isError };
 }
 
+/**
+ * The refusals of the `tools/call` messages of a raw JSON-RPC body (one message or a batch), by
+ * id: arguments holding a `__proto__`, `constructor` or `prototype` key. Checked on the raw JSON
+ * because the SDK's parser drops a `__proto__` key without a word.
+ */
+export function argumentRefusals(body: unknown): Map<string | number, RatchetError> {
+  const out = new Map<string | number, RatchetError>();
+  for (const m of Array.isArray(body) ? body : [body]) {
+    if (m === null || typeof m !== "object") continue;
+    const msg = m as { method?: unknown; id?: unknown; params?: { arguments?: unknown } };
+    if (msg.method !== "tools/call" || (typeof msg.id !== "string" && typeof msg.id !== "number")) continue;
+    try {
+      assertNoForbiddenKeys(msg.params?.arguments);
+    } catch (e) {
+      out.set(msg.id, toRatchetError(e));
+    }
+  }
+  return out;
+}
+
 /** Options of {@link createMcpServer}. */
 export interface McpServerOptions {
   /** Refuse every write tool. Default false. */

@@ -9,10 +9,12 @@
 import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   assertBuilt,
+  BIN,
   dump,
   makeWorkspace,
   publish,
@@ -405,5 +407,40 @@ describe("HTTP and MCP", () => {
     };
     expect(ok.isError).toBeFalsy();
     expect(ok.structuredContent?.items.length).toBeLessThanOrEqual(1);
+  });
+});
+
+describe("ratchet mcp (stdio)", () => {
+  it("refuses prototype keys in tool arguments like /mcp does, and writes nothing", async () => {
+    const client = new Client({ name: "strictness-stdio", version: "1.0.0" });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [BIN, "--db", ws.dbPath, "mcp"],
+        stderr: "pipe",
+      }),
+    );
+    try {
+      const before = dump(ws);
+      for (const [args, field] of [
+        [JSON.parse(`{"step_id":"${pending}","__proto__":{"agent_input":"via the prototype"}}`), "__proto__"],
+        [JSON.parse(`{"step_id":"${pending}","agent_input":"a","constructor":{}}`), "constructor"],
+      ] as const) {
+        const r = (await client.callTool({ name: "start_step", arguments: args })) as {
+          isError?: boolean;
+          structuredContent?: { error?: { field?: string } };
+        };
+        expect(r.isError).toBe(true);
+        expect(r.structuredContent?.error?.field).toBe(field);
+      }
+      const list = (await client.callTool({ name: "list_plans", arguments: { limit: 0 } })) as {
+        isError?: boolean;
+        structuredContent?: { error?: { field?: string } };
+      };
+      expect(list.structuredContent?.error?.field).toBe("limit");
+      expect(dump(ws)).toEqual(before);
+    } finally {
+      await client.close();
+    }
   });
 });

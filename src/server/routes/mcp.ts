@@ -8,32 +8,11 @@
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { bodyLimit } from "hono/body-limit";
-import {
-  assertNoForbiddenKeys,
-  decodeUtf8Strict,
-  type RatchetError,
-  toRatchetError,
-} from "../../core/index.js";
+import { decodeUtf8Strict, type RatchetError } from "../../core/index.js";
 import type { RouteGroup } from "../app.js";
 import { replyCode, ServerErrorCode } from "../http.js";
 import { MAX_BODY_BYTES } from "../limits.js";
-import { createMcpServer } from "../mcp-tools.js";
-
-/** The refusals of the `tools/call` messages in a body, by JSON-RPC id. */
-function argumentRefusals(body: unknown): Map<string | number, RatchetError> {
-  const out = new Map<string | number, RatchetError>();
-  for (const m of Array.isArray(body) ? body : [body]) {
-    if (m === null || typeof m !== "object") continue;
-    const msg = m as { method?: unknown; id?: unknown; params?: { arguments?: unknown } };
-    if (msg.method !== "tools/call" || (typeof msg.id !== "string" && typeof msg.id !== "number")) continue;
-    try {
-      assertNoForbiddenKeys(msg.params?.arguments);
-    } catch (e) {
-      out.set(msg.id, toRatchetError(e));
-    }
-  }
-  return out;
-}
+import { argumentRefusals, createMcpServer } from "../mcp-tools.js";
 
 // The body is read here, not by the transport, so its 4 MiB bound is applied here too.
 const limit = bodyLimit({
