@@ -6,7 +6,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { Redactor } from "../core/index.js";
+import { type HostPolicy, hostAllowed, originAllowed, Redactor } from "../core/index.js";
 import { apiSpec, parseSpecNames } from "./api-spec.js";
 import { BridgeError, BridgeErrorKind, toBridgeError } from "./errors.js";
 import { invokeTool } from "./invoke.js";
@@ -44,6 +44,12 @@ export interface BridgeAppOptions {
   baseUrl?: string | (() => string) | undefined;
   /** Largest request body in bytes. Default `MAX_BODY_BYTES`. */
   maxBodyBytes?: number | undefined;
+  /**
+   * The `Host` names answered (DNS-rebinding defence): loopback names always, plus these. A
+   * request naming another host gets 421; a POST with a foreign `Origin` 403. Default: loopback
+   * names on any port (`startBridge` passes its bound port).
+   */
+  hostPolicy?: HostPolicy | undefined;
 }
 
 /** The key of a scoped token in {@link BridgeAppOptions.scopedTokens}: its SHA-256, hex. */
@@ -92,6 +98,26 @@ export function createBridgeApp(opts: BridgeAppOptions): Hono<BridgeAppEnv> {
     const detail = c.get("logDetail");
     if (detail) line += ` ${detail}`;
     log(redactor.redact(line).replace(/\s*\n\s*/g, " | "));
+  });
+
+  const policy: HostPolicy = opts.hostPolicy ?? { allowed: [], port: () => undefined };
+  app.use("*", async (c, next) => {
+    const host = c.req.header("host");
+    if (!hostAllowed(host, policy, new URL(c.req.url).host))
+      return send(c, 421, {
+        success: false,
+        result: null,
+        error: `the Host header ${JSON.stringify(host ?? "")} names no host this bridge answers (use 127.0.0.1)`,
+      });
+    const origin = c.req.header("origin");
+    if (c.req.method !== "GET" && c.req.method !== "HEAD" && !originAllowed(origin, policy))
+      return send(c, 403, {
+        success: false,
+        result: null,
+        error: `the Origin header ${JSON.stringify(origin ?? "")} is not this bridge's origin`,
+      });
+    await next();
+    return undefined;
   });
 
   app.get("/health", (c) => send(c, 200, { success: true, result: "ok", error: null }));

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Redactor } from "../core/index.js";
+import { bindHostName, Redactor } from "../core/index.js";
 import type { ProcessRunner } from "../exec/index.js";
 import { createBridgeApp, tokenKey } from "./app.js";
 import type { BridgeConfig, CompiledBridgeConfig } from "./config.js";
@@ -94,6 +94,8 @@ export async function startBridge(opts: StartBridgeOptions): Promise<Bridge> {
   // Loaded here, not at import: a process that never starts a bridge does not load node:http/http2.
   const { createAdaptorServer } = await import("@hono/node-server");
   let url = "";
+  let boundPort: number | undefined;
+  const bindName = bindHostName(host);
   const scopedTokens = new Map<string, readonly string[]>();
   const app = createBridgeApp({
     registry,
@@ -104,6 +106,7 @@ export async function startBridge(opts: StartBridgeOptions): Promise<Bridge> {
     callTimeoutMs: opts.callTimeoutMs,
     log,
     baseUrl: () => url,
+    hostPolicy: { allowed: bindName ? [bindName] : [], port: () => boundPort },
   });
   // Global Request/Response are left alone: the bridge shares its process with other code.
   const server = createAdaptorServer({
@@ -124,6 +127,7 @@ export async function startBridge(opts: StartBridgeOptions): Promise<Bridge> {
     throw err;
   }
   const port = (server.address() as AddressInfo).port;
+  boundPort = port;
   url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   log?.(`bridge listening on ${url}`);
   let closing: Promise<void> | undefined;

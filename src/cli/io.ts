@@ -1,12 +1,22 @@
 /** Reading write-flow inputs (a file path or `-` for stdin) and printing results with the tail marker. */
 import { readFileSync, statSync } from "node:fs";
-import { ErrorCode, MAX_INPUT_BYTES, RatchetError } from "../core/index.js";
+import {
+  assertNoForbiddenKeys,
+  decodeUtf8Strict,
+  ErrorCode,
+  MAX_INPUT_BYTES,
+  RatchetError,
+} from "../core/index.js";
 
-/** Reads a whole input: a path, or `-` for standard input. */
+/**
+ * Reads a whole input: a path, or `-` for standard input. Invalid UTF-8 is refused
+ * (`malformed_input`, field `input`), never decoded into U+FFFD.
+ */
 export function readInputText(source: string): string {
   if (source === "-") {
+    let bytes: Buffer;
     try {
-      return readFileSync(0, "utf8");
+      bytes = readFileSync(0);
     } catch (err) {
       throw new RatchetError(
         ErrorCode.UnreadableInput,
@@ -14,6 +24,13 @@ export function readInputText(source: string): string {
         { field: "input" },
       );
     }
+    if (bytes.length > MAX_INPUT_BYTES)
+      throw new RatchetError(
+        ErrorCode.UnreadableInput,
+        `standard input is ${bytes.length} bytes (limit ${MAX_INPUT_BYTES})`,
+        { field: "input" },
+      );
+    return decodeUtf8Strict(bytes, "standard input");
   }
   let size: number;
   try {
@@ -34,13 +51,17 @@ export function readInputText(source: string): string {
       { file: source },
     );
   }
-  return readFileSync(source, "utf8");
+  return decodeUtf8Strict(readFileSync(source), `input file ${source}`);
 }
 
-/** Parses JSON, naming the source and the position of a syntax error. */
+/**
+ * Parses JSON, naming the source and the position of a syntax error; refuses `__proto__`,
+ * `constructor` and `prototype` keys anywhere (`schema_violation` naming the field).
+ */
 export function parseJsonInput(text: string, source: string): unknown {
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (err) {
     const where = source === "-" ? "standard input" : source;
     throw new RatchetError(
@@ -49,6 +70,8 @@ export function parseJsonInput(text: string, source: string): unknown {
       { file: source },
     );
   }
+  assertNoForbiddenKeys(value);
+  return value;
 }
 
 /** Parses JSON, or YAML when the source ends in .yaml/.yml or the text is not JSON-shaped (publish). */
@@ -58,8 +81,9 @@ export async function parseJsonOrYaml(text: string, source: string): Promise<unk
   if (/\.json$/i.test(source) || (looksJson && !/\.ya?ml$/i.test(source)))
     return parseJsonInput(text, source);
   const { parse } = await import("yaml");
+  let value: unknown;
   try {
-    return parse(text);
+    value = parse(text);
   } catch (err) {
     const where = source === "-" ? "standard input" : source;
     throw new RatchetError(
@@ -68,6 +92,8 @@ export async function parseJsonOrYaml(text: string, source: string): Promise<unk
       { file: source },
     );
   }
+  assertNoForbiddenKeys(value);
+  return value;
 }
 
 /**

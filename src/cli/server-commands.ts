@@ -129,7 +129,7 @@ export async function mcpStdio(
   opts: GlobalOptions & { readOnly?: boolean; runnerDir?: string[]; workflow?: string[] },
 ): Promise<number> {
   const workspace = workspaceOf(opts);
-  const [{ openServerContext, createMcpServer }, { StdioServerTransport }] = await Promise.all([
+  const [{ openServerContext, createMcpServer, strictStdin }, { StdioServerTransport }] = await Promise.all([
     import("../server/index.js"),
     import("@modelcontextprotocol/sdk/server/stdio.js"),
   ]);
@@ -138,11 +138,13 @@ export async function mcpStdio(
     runnerDirs: (opts.runnerDir ?? []).map((d) => resolve(d)),
     workflows: (opts.workflow ?? []).map((w) => resolve(w)),
   });
-  const server = createMcpServer(ctx, { readOnly: opts.readOnly === true });
+  // Arguments are checked on the raw lines (the SDK's parser drops a __proto__ key silently).
+  const refusals = new Map<string | number, RatchetError>();
+  const server = createMcpServer(ctx, { readOnly: opts.readOnly === true, refusals });
   const closed = new Promise<void>((res) => {
     server.onclose = () => res();
   });
-  await server.connect(new StdioServerTransport());
+  await server.connect(new StdioServerTransport(strictStdin(process.stdin, refusals), process.stdout));
   await Promise.race([
     closed,
     untilSignal(),

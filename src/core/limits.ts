@@ -44,5 +44,20 @@ export const MAX_INPUT_BYTES = 16 * 1024 * 1024;
 export const MAX_STEPS_PER_PLAN = 500;
 /** Longest title of a step. */
 export const MAX_TITLE_CHARS = 500;
-/** Longest free text field (goal, summary, reason, justification, description). */
+/**
+ * Longest free text field, in characters (UTF-16 units): goal, summary, reason, justification,
+ * description, skill source, `agent_input`, `agent_output`, a `step run` command.
+ */
 export const MAX_TEXT_CHARS = 64 * 1024;
+/**
+ * Longest log text, in characters: `append-log`'s `text` and every `log_context`. Logs hold raw
+ * output (stored cut, the full text in a blob), so they get more room than prose, and still less
+ * than {@link MAX_INPUT_BYTES}.
+ */
+export const MAX_LOG_TEXT_CHARS = 4 * 1024 * 1024;
+/** Longest identifier field (step, plan, project ids), in characters. */
+export const MAX_ID_CHARS = 300;
+/** Longest path field (`cwd` of `run-step`), in characters (Linux PATH_MAX). */
+export const MAX_PATH_CHARS = 4096;
+/** Longest metric unit, in characters. */
+export const MAX_UNIT_CHARS = 100;

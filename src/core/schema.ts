@@ -8,6 +8,7 @@
  * and typed tools. Larger documents (workflows, task specs) use zod.
  */
 import { ErrorCode, RatchetError } from "./errors.js";
+import { FORBIDDEN_KEYS } from "./strict-input.js";
 
 export interface Schema<T> {
   /** Validates `value` at `path`; throws `schema_violation` naming the path. */
@@ -22,6 +23,14 @@ export type Infer<S> = S extends Schema<infer T> ? T : never;
 function fail(path: string, message: string, got?: unknown): never {
   const shown = got === undefined ? "" : ` (got ${describe(got)})`;
   throw new RatchetError(ErrorCode.SchemaViolation, `field \`${path}\`: ${message}${shown}`, { field: path });
+}
+
+function forbiddenKey(path: string): never {
+  throw new RatchetError(
+    ErrorCode.SchemaViolation,
+    `field \`${path}\`: the keys ${FORBIDDEN_KEYS.join(", ")} are not accepted in any input`,
+    { field: path },
+  );
 }
 
 function describe(v: unknown): string {
@@ -149,8 +158,14 @@ export function obj<S extends Shape>(shape: S, description?: string): Schema<Obj
         fail(path || "(input)", "must be a JSON object", v);
       const rec = v as Record<string, unknown>;
       const prefix = path ? `${path}.` : "";
+      // A prototype other than Object's means a parser assigned `__proto__`: its fields would be
+      // read through the prototype below, so it is refused like the key itself.
+      const proto = Object.getPrototypeOf(rec) as unknown;
+      if (proto !== Object.prototype && proto !== null) forbiddenKey(`${prefix}__proto__`);
       for (const k of Object.keys(rec)) {
-        if (!(k in shape)) {
+        if (FORBIDDEN_KEYS.includes(k)) forbiddenKey(`${prefix}${k}`);
+        // Own keys only: `"constructor" in shape` is true for every object literal.
+        if (!Object.hasOwn(shape, k)) {
           throw new RatchetError(
             ErrorCode.SchemaViolation,
             `field \`${prefix}${k}\`: unknown field (allowed: ${Object.keys(shape).join(", ")})`,
@@ -160,8 +175,9 @@ export function obj<S extends Shape>(shape: S, description?: string): Schema<Obj
       }
       const out: Record<string, unknown> = {};
       for (const [k, s] of Object.entries(shape)) {
-        if (!s.optional && (rec[k] === undefined || rec[k] === null)) fail(`${prefix}${k}`, "is required");
-        const parsed = s.parse(rec[k], `${prefix}${k}`);
+        const given = Object.hasOwn(rec, k) ? rec[k] : undefined;
+        if (!s.optional && (given === undefined || given === null)) fail(`${prefix}${k}`, "is required");
+        const parsed = s.parse(given, `${prefix}${k}`);
         if (parsed !== undefined) out[k] = parsed;
       }
       return out as ObjOut<S>;

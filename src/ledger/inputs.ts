@@ -6,11 +6,15 @@ import {
   arr,
   bool,
   type Infer,
+  MAX_ID_CHARS,
   MAX_LEASE_SECONDS,
+  MAX_LOG_TEXT_CHARS,
+  MAX_PATH_CHARS,
   MAX_STEP_RUN_TIMEOUT_SECONDS,
   MAX_STEPS_PER_PLAN,
   MAX_TEXT_CHARS,
   MAX_TITLE_CHARS,
+  MAX_UNIT_CHARS,
   num,
   obj,
   oneOf,
@@ -19,9 +23,12 @@ import {
 } from "../core/index.js";
 import { STEP_TYPES } from "./states.js";
 
+// Every free-text field has a limit in the schema (docs/plans.md lists them): prose and agent
+// input/output MAX_TEXT_CHARS, logs MAX_LOG_TEXT_CHARS, ids MAX_ID_CHARS.
 const text = (description?: string) => str({ max: MAX_TEXT_CHARS, ...(description ? { description } : {}) });
-const longText = (description?: string) => str({ ...(description ? { description } : {}) });
-const id = (description: string) => str({ min: 1, max: 300, description });
+const logText = (description?: string) =>
+  str({ max: MAX_LOG_TEXT_CHARS, ...(description ? { description } : {}) });
+const id = (description: string) => str({ min: 1, max: MAX_ID_CHARS, description });
 const stepType = oneOf(STEP_TYPES, "step type");
 const leaseSeconds = num({
   int: true,
@@ -46,38 +53,38 @@ export const PublishInput = obj({
 export const StartInput = obj({
   step_id: id("step to start"),
   type: opt(stepType),
-  agent_input: opt(longText()),
-  log_context: opt(longText()),
+  agent_input: opt(text("what the agent was given")),
+  log_context: opt(logText()),
   lease_seconds: opt(leaseSeconds),
 });
 
 export const CompleteInput = obj({
   step_id: id("step to complete"),
   summary: opt(text("one human-curated sentence")),
-  agent_output: opt(longText()),
-  log_context: opt(longText()),
+  agent_output: opt(text("what the agent produced")),
+  log_context: opt(logText()),
 });
 
 export const FailInput = obj({
   step_id: id("step to fail"),
   reason: opt(text()),
-  log_context: opt(longText()),
+  log_context: opt(logText()),
 });
 
 export const LogInput = obj({
   step_id: id("step to append to"),
-  text: longText("raw output to keep"),
+  text: logText("raw output to keep"),
 });
 
 export const RunInput = obj({
   step_id: id("step to run"),
   type: stepType,
-  command: str({ min: 1, description: "shell command, run with bash -c" }),
+  command: str({ min: 1, max: MAX_TEXT_CHARS, description: "shell command, run with bash -c" }),
   summary: opt(text()),
   allow_nonzero: opt(bool("complete the step even when the command exits non-zero")),
   metrics_from_stdout: opt(bool("record `metric name=<x> value=<v> [unit=<u>]` lines as metrics")),
   timeout_seconds: opt(num({ int: true, min: 1, max: MAX_STEP_RUN_TIMEOUT_SECONDS })),
-  cwd: opt(str({ min: 1, description: "working folder (default: the current folder)" })),
+  cwd: opt(str({ min: 1, max: MAX_PATH_CHARS, description: "working folder (default: the current folder)" })),
   lease_seconds: opt(leaseSeconds),
 });
 
@@ -103,7 +110,7 @@ export const RecordSkillInput = obj({
 export const MetricInput = obj({
   name: str({ min: 1, max: MAX_TITLE_CHARS }),
   value: num(),
-  unit: opt(str({ max: 100 })),
+  unit: opt(str({ max: MAX_UNIT_CHARS })),
   project: opt(id("project")),
   plan_id: opt(id("plan")),
   step_id: opt(id("step")),
@@ -126,7 +133,7 @@ export const ReviewCloseInput = obj({
   plan_id: id("plan"),
   outcome: oneOf(["pass", "fail"] as const),
   summary: opt(text()),
-  log_context: opt(longText()),
+  log_context: opt(logText()),
 });
 
 export const SweepInput = obj({

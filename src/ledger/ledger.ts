@@ -748,6 +748,13 @@ export class Ledger {
 
   /** Records a metric inside the caller's transaction. */
   recordMetricInTx(input: MetricInput) {
+    // Like publish: a metric names only a registered project (exit 3, nothing written).
+    if (input.project !== undefined && !this.store.getProject(input.project))
+      throw new RatchetError(
+        ErrorCode.ProjectNotFound,
+        `field \`project\`: project ${input.project} is not registered (run \`ratchet project add ${input.project}\`)`,
+        { field: "project" },
+      );
     let planId = input.plan_id;
     if (input.step_id !== undefined) {
       const step = this.requireStep(input.step_id);

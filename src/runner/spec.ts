@@ -5,7 +5,13 @@
 import { readFileSync } from "node:fs";
 import { isAbsolute, relative, resolve } from "node:path";
 import { z } from "zod";
-import { ErrorCode, MAX_INPUT_BYTES, RatchetError } from "../core/index.js";
+import {
+  assertNoForbiddenKeys,
+  decodeUtf8Strict,
+  ErrorCode,
+  MAX_INPUT_BYTES,
+  RatchetError,
+} from "../core/index.js";
 import {
   DEFAULT_DOD_TIMEOUT_SECONDS,
   DEFAULT_MAX_ROUNDS,
@@ -149,8 +155,9 @@ export function loadTaskSpec(file: string): TaskSpec {
   try {
     const buf = readFileSync(file);
     if (buf.length > MAX_INPUT_BYTES) throw new Error(`larger than ${MAX_INPUT_BYTES} bytes`);
-    text = buf.toString("utf8");
+    text = decodeUtf8Strict(buf, `task spec ${file}`);
   } catch (err) {
+    if (err instanceof RatchetError) throw err;
     throw new RatchetError(
       ErrorCode.UnreadableInput,
       `cannot read task spec ${file}: ${(err as Error).message}`,
@@ -171,6 +178,7 @@ export function loadTaskSpec(file: string): TaskSpec {
       },
     );
   }
+  assertNoForbiddenKeys(value);
   return parseTaskSpec(value, resolve(file, ".."));
 }
 

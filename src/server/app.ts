@@ -1,12 +1,16 @@
 /**
- * The server's hono app: one auth rule, one error mapping, and route groups mounted in order.
- * Reads are open (the server binds to loopback by default); every write and the MCP endpoint need
- * the bearer token; `readOnly` refuses every write with 403. More route groups (e.g. thread
- * approvals) mount through {@link ServerAppOptions.extraRoutes} without touching this file.
+ * The server's hono app: one host rule, one auth rule, one error mapping, and route groups mounted
+ * in order. Every request must name this server in `Host` (loopback names or configured hosts:
+ * 421 `host_not_allowed` otherwise), and a write or MCP request from a browser must come from its
+ * origin (403 `origin_not_allowed`) — the DNS-rebinding defence. Reads are open (the server binds
+ * to loopback by default); every write and the MCP endpoint need the bearer token; `readOnly`
+ * refuses every write with 403. More route groups (e.g. thread approvals) mount through
+ * {@link ServerAppOptions.extraRoutes} without touching this file.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { type HostPolicy, hostAllowed, originAllowed } from "../core/index.js";
 import type { ServerContext } from "./context.js";
 import { replyCode, replyError, ServerErrorCode } from "./http.js";
 import { MAX_BODY_BYTES } from "./limits.js";
@@ -52,6 +56,41 @@ export interface ServerAppOptions {
   extraRoutes?: readonly RouteGroup[];
   /** One line per request. Default: none. */
   log?: (line: string) => void;
+  /**
+   * Hosts answered besides the loopback names: `name` (any port) or `name:port`. Default: none
+   * (`server.allowed_hosts` of `.ratchet/config.json` through `ratchet serve`).
+   */
+  allowedHosts?: readonly string[];
+  /** The listening port (loopback `Host`/`Origin` must carry it). Default: unknown, any port. */
+  boundPort?: () => number | undefined;
+}
+
+const SAFE_METHODS = ["GET", "HEAD", "OPTIONS"];
+
+/**
+ * Refuses a request whose `Host` is not this server (421) and a write or `/mcp` request whose
+ * `Origin` is a foreign page (403). An absent `Origin` is a non-browser client and passes.
+ */
+function hostGuard(policy: HostPolicy): MiddlewareHandler<ServerEnv> {
+  return async (c, next) => {
+    if (!hostAllowed(c.req.header("host"), policy, new URL(c.req.url).host))
+      return replyCode(
+        c,
+        ServerErrorCode.HostNotAllowed,
+        `the Host header ${JSON.stringify(c.req.header("host") ?? "")} names no host this server answers (loopback names, or server.allowed_hosts in .ratchet/config.json)`,
+        "host",
+      );
+    const origin = c.req.header("origin");
+    if ((!SAFE_METHODS.includes(c.req.method) || c.req.path === "/mcp") && !originAllowed(origin, policy))
+      return replyCode(
+        c,
+        ServerErrorCode.OriginNotAllowed,
+        `the Origin header ${JSON.stringify(origin ?? "")} is not this server's origin: writes and /mcp are refused from other pages`,
+        "origin",
+      );
+    await next();
+    return undefined;
+  };
 }
 
 /** Compares two secrets in constant time. */
@@ -87,6 +126,8 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
       log(`${c.req.method} ${c.req.path} ${c.res.status} ${(performance.now() - t).toFixed(1)}ms`);
     });
   }
+
+  app.use("*", hostGuard({ allowed: opts.allowedHosts ?? [], port: opts.boundPort ?? (() => undefined) }));
 
   const denied = (c: Context<ServerEnv>): Response | undefined => {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header("authorization") ?? "");

@@ -3,7 +3,14 @@
  * Error bodies: `{ok:false, error:{code, message, field?}}`; write flows add their tail `marker`.
  */
 import type { Context } from "hono";
-import { ErrorCode, httpStatusFor, RatchetError, toRatchetError } from "../core/index.js";
+import {
+  assertNoForbiddenKeys,
+  decodeUtf8Strict,
+  ErrorCode,
+  httpStatusFor,
+  RatchetError,
+  toRatchetError,
+} from "../core/index.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./limits.js";
 
 /** Codes only the server uses, beside the core's. */
@@ -11,12 +18,18 @@ export const ServerErrorCode = {
   Unauthorized: "unauthorized",
   ReadOnly: "read_only",
   TooLarge: "body_too_large",
+  /** The `Host` header names no host this server answers (DNS rebinding). */
+  HostNotAllowed: "host_not_allowed",
+  /** The `Origin` header of a write or an MCP request is a foreign page. */
+  OriginNotAllowed: "origin_not_allowed",
 } as const;
 
 const SERVER_STATUS: Record<string, number> = {
   unauthorized: 401,
   read_only: 403,
+  origin_not_allowed: 403,
   body_too_large: 413,
+  host_not_allowed: 421,
 };
 
 /** The HTTP status of an error code (core codes through `httpStatusFor`). */
@@ -46,32 +59,43 @@ export function replyCode(c: Context, code: string, message: string, field?: str
   return c.json(errorBody(code, message, field), statusOf(code) as 400, headers);
 }
 
-/** Reads a JSON body; an empty body is `{}` when `allowEmpty`. @throws `malformed_input` (400, field `body`). */
+/**
+ * Reads a JSON body; an empty body is `{}` when `allowEmpty`. Invalid UTF-8 and `__proto__`,
+ * `constructor` or `prototype` keys anywhere are refused.
+ * @throws `malformed_input` (400, field `body`); `schema_violation` (400) naming the key's path.
+ */
 export async function readJsonBody(c: Context, allowEmpty = false): Promise<unknown> {
-  const text = await c.req.text();
+  const text = decodeUtf8Strict(new Uint8Array(await c.req.arrayBuffer()), "the request body", "body");
   if (text.trim() === "") {
     if (allowEmpty) return {};
     throw new RatchetError(ErrorCode.MalformedInput, "the request body is empty: send a JSON object", {
       field: "body",
     });
   }
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch (e) {
     throw new RatchetError(ErrorCode.MalformedInput, `the body is not valid JSON: ${(e as Error).message}`, {
       field: "body",
     });
   }
+  assertNoForbiddenKeys(value);
+  return value;
 }
 
-/** `?limit=`: 1..MAX_PAGE_SIZE. @throws `usage` naming `limit`. */
-export function pageSize(raw: string | undefined): number {
+/**
+ * `?limit=` (a query string) or an MCP tool's `limit` (a number): 1..MAX_PAGE_SIZE, absent means
+ * DEFAULT_PAGE_SIZE. One rule for both edges. @throws `usage` naming `limit`.
+ */
+export function pageSize(raw: unknown): number {
   if (raw === undefined) return DEFAULT_PAGE_SIZE;
-  const n = Number(raw);
+  const n =
+    typeof raw === "number" ? raw : typeof raw === "string" && raw.trim() !== "" ? Number(raw) : Number.NaN;
   if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE_SIZE)
     throw new RatchetError(
       ErrorCode.Usage,
-      `limit must be an integer from 1 to ${MAX_PAGE_SIZE} (got ${raw})`,
+      `limit must be an integer from 1 to ${MAX_PAGE_SIZE} (got ${typeof raw === "string" ? raw : JSON.stringify(raw)})`,
       {
         field: "limit",
       },
@@ -121,13 +145,17 @@ export function page<T>(rows: T[], limit: number, key: (row: T) => (string | num
 /** An enumerated query parameter. @throws `usage` naming it. */
 export function oneOfParam<T extends string>(
   name: string,
-  raw: string | undefined,
+  raw: unknown,
   allowed: readonly T[],
 ): T | undefined {
   if (raw === undefined || raw === "") return undefined;
-  if (!(allowed as readonly string[]).includes(raw))
-    throw new RatchetError(ErrorCode.Usage, `${name} must be one of ${allowed.join(", ")} (got ${raw})`, {
-      field: name,
-    });
+  if (typeof raw !== "string" || !(allowed as readonly string[]).includes(raw))
+    throw new RatchetError(
+      ErrorCode.Usage,
+      `${name} must be one of ${allowed.join(", ")} (got ${typeof raw === "string" ? raw : JSON.stringify(raw)})`,
+      {
+        field: name,
+      },
+    );
   return raw as T;
 }

@@ -4,13 +4,17 @@
  */
 export type { RouteGroup, RouteKit, ServerApp, ServerAppOptions, ServerEnv } from "./app.js";
 export { BUILTIN_ROUTES, createServerApp } from "./app.js";
+export type { ServerConfig } from "./config.js";
+export { compileServerConfig, loadServerConfig } from "./config.js";
 export type { ServerContext, ServerContextOptions } from "./context.js";
 export { openServerContext } from "./context.js";
 export type { EventFilter, Subscriber } from "./event-hub.js";
 export { EventHub } from "./event-hub.js";
 export { ServerErrorCode, statusOf } from "./http.js";
 export { DEFAULT_HOST, DEFAULT_PORT } from "./limits.js";
-export { createMcpServer, toolNameOf } from "./mcp-tools.js";
+export { strictStdin } from "./mcp-stdio.js";
+export type { McpServerOptions } from "./mcp-tools.js";
+export { argumentRefusals, createMcpServer, toolNameOf } from "./mcp-tools.js";
 export { openApiDocument } from "./openapi.js";
 export type { RunningServer, StartServerOptions } from "./server.js";
 export { generateServerToken, startServer } from "./server.js";

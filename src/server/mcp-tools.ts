@@ -10,10 +10,11 @@ import {
   type CallToolResult,
   ListToolsRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
+import { assertNoForbiddenKeys, ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
 import { applyOp, OP_INPUTS, OP_NAMES, type Op, PlanStatus, showPlan } from "../ledger/index.js";
 import type { ServerContext } from "./context.js";
 import { MAX_PAGE_SIZE } from "./limits.js";
+import { planListFilter } from "./routes/ledger.js";
 import { listTasks, taskDetail, taskSummary } from "./routes/runner.js";
 import { parseStartRun, START_RUN_SCHEMA, startRun } from "./routes/runs.js";
 
@@ -92,6 +93,7 @@ function toolDefs(ctx: ServerContext): ToolDef[] {
       ),
       write: false,
       call: async (args) => {
+        onlyFields(args, ["plan_id", "step"]);
         const planId = need(args, "plan_id");
         const step = typeof args.step === "string" ? args.step : undefined;
         return { ...showPlan(ctx.store, ctx.blobs, planId, step ? { step } : {}) };
@@ -105,12 +107,11 @@ function toolDefs(ctx: ServerContext): ToolDef[] {
         limit: { type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE },
       }),
       write: false,
-      call: async (args) => ({
-        items: ctx.store.listPlans({
-          limit: typeof args.limit === "number" ? Math.min(args.limit, MAX_PAGE_SIZE) : 50,
-          ...(typeof args.status === "string" ? { status: args.status } : {}),
-        }),
-      }),
+      call: async (args) => {
+        onlyFields(args, ["status", "limit"]);
+        const { limit, status } = planListFilter(args);
+        return { items: ctx.store.listPlans({ limit, ...(status ? { status } : {}) }) };
+      },
     },
     {
       name: "get_run",
@@ -118,6 +119,7 @@ function toolDefs(ctx: ServerContext): ToolDef[] {
       inputSchema: obj({ run_id: { type: "string" } }, ["run_id"]),
       write: false,
       call: async (args) => {
+        onlyFields(args, ["run_id"]);
         const runId = need(args, "run_id");
         const run = ctx.runs.getRun(runId);
         if (!run) throw new RatchetError(ErrorCode.NotFound, `run ${runId} not found`, { field: "run_id" });
@@ -130,12 +132,25 @@ function toolDefs(ctx: ServerContext): ToolDef[] {
         "Runner tasks of the server's runner folders; with task_id: its state, rounds, DoD runs and result.",
       inputSchema: obj({ task_id: { type: "string" } }),
       write: false,
-      call: async (args) =>
-        typeof args.task_id === "string"
+      call: async (args) => {
+        onlyFields(args, ["task_id"]);
+        return typeof args.task_id === "string"
           ? taskDetail(ctx, args.task_id)
-          : { items: listTasks(ctx).map(taskSummary) },
+          : { items: listTasks(ctx).map(taskSummary) };
+      },
     },
   ];
+}
+
+/** Refuses arguments a read tool does not take, by name (the write flows' schemas do the same). */
+function onlyFields(args: Record<string, unknown>, allowed: readonly string[]): void {
+  for (const k of Object.keys(args))
+    if (!allowed.includes(k))
+      throw new RatchetError(
+        ErrorCode.SchemaViolation,
+        `field \`${k}\`: unknown field (allowed: ${allowed.join(", ")})`,
+        { field: k },
+      );
 }
 
 function need(args: Record<string, unknown>, field: string): string {
@@ -151,8 +166,54 @@ function reply(value: Record<string, unknown>, isError = false): CallToolResult 
   return { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value, isError };
 }
 
+/**
+ * The refusals of the `tools/call` messages of a raw JSON-RPC body (one message or a batch), by
+ * id: arguments holding a `__proto__`, `constructor` or `prototype` key. Checked on the raw JSON
+ * because the SDK's parser drops a `__proto__` key without a word.
+ */
+export function argumentRefusals(body: unknown): Map<string | number, RatchetError> {
+  const out = new Map<string | number, RatchetError>();
+  for (const m of Array.isArray(body) ? body : [body]) {
+    if (m === null || typeof m !== "object") continue;
+    const msg = m as { method?: unknown; id?: unknown; params?: { arguments?: unknown } };
+    if (msg.method !== "tools/call" || (typeof msg.id !== "string" && typeof msg.id !== "number")) continue;
+    try {
+      assertNoForbiddenKeys(msg.params?.arguments);
+    } catch (e) {
+      out.set(msg.id, toRatchetError(e));
+    }
+  }
+  return out;
+}
+
+/** Options of {@link createMcpServer}. */
+export interface McpServerOptions {
+  /** Refuse every write tool. Default false. */
+  readOnly?: boolean;
+  /**
+   * Refusals found on the raw JSON of the request (by JSON-RPC id) before the SDK parsed it: a
+   * `tools/call` with one of these ids answers with the error instead of running.
+   */
+  refusals?: ReadonlyMap<string | number, RatchetError>;
+}
+
+function errorReply(err: RatchetError, marker?: unknown): CallToolResult {
+  return reply(
+    {
+      ok: false,
+      error: {
+        code: err.code,
+        message: err.message,
+        ...(err.details.field ? { field: err.details.field } : {}),
+      },
+      ...(marker ? { marker } : {}),
+    },
+    true,
+  );
+}
+
 /** A new MCP server over `ctx` (one per HTTP request in stateless mode; one for stdio). */
-export function createMcpServer(ctx: ServerContext, opts: { readOnly?: boolean } = {}): Server {
+export function createMcpServer(ctx: ServerContext, opts: McpServerOptions = {}): Server {
   const server = new Server({ name: "ratchet", version: VERSION }, { capabilities: { tools: {} } });
   const defs = toolDefs(ctx);
   const byName = new Map(defs.map((d) => [d.name, d]));
@@ -164,7 +225,9 @@ export function createMcpServer(ctx: ServerContext, opts: { readOnly?: boolean }
       annotations: { readOnlyHint: !d.write },
     })),
   }));
-  server.setRequestHandler(CallToolRequestSchema, async (req) => {
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+    const refused = opts.refusals?.get(extra.requestId);
+    if (refused) return errorReply(refused);
     const def = byName.get(req.params.name);
     if (!def)
       return reply(
@@ -180,22 +243,11 @@ export function createMcpServer(ctx: ServerContext, opts: { readOnly?: boolean }
         true,
       );
     try {
-      return reply(await def.call((req.params.arguments ?? {}) as Record<string, unknown>));
+      const args = (req.params.arguments ?? {}) as Record<string, unknown>;
+      assertNoForbiddenKeys(args);
+      return reply(await def.call(args));
     } catch (e) {
-      const err = toRatchetError(e);
-      const marker = (e as { marker?: unknown }).marker;
-      return reply(
-        {
-          ok: false,
-          error: {
-            code: err.code,
-            message: err.message,
-            ...(err.details.field ? { field: err.details.field } : {}),
-          },
-          ...(marker ? { marker } : {}),
-        },
-        true,
-      );
+      return errorReply(toRatchetError(e), (e as { marker?: unknown }).marker);
     }
   });
   return server;

@@ -6,8 +6,10 @@
 import { randomBytes } from "node:crypto";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { bindHostName } from "../core/index.js";
 import type { Workspace } from "../store/index.js";
 import { createServerApp, type RouteGroup, type ServerApp } from "./app.js";
+import { loadServerConfig } from "./config.js";
 import { openServerContext, type ServerContext } from "./context.js";
 import { DEFAULT_HOST, DEFAULT_PORT, TOKEN_BYTES } from "./limits.js";
 
@@ -26,6 +28,11 @@ export interface StartServerOptions {
   workflows?: readonly string[];
   extraRoutes?: readonly RouteGroup[];
   log?: (line: string) => void;
+  /**
+   * Hosts answered besides the loopback names and the bind address: `name` (any port) or
+   * `name:port`, added to `server.allowed_hosts` of the workspace's `.ratchet/config.json`.
+   */
+  allowedHosts?: readonly string[];
 }
 
 export interface RunningServer {
@@ -42,19 +49,27 @@ export function generateServerToken(): string {
   return randomBytes(TOKEN_BYTES).toString("hex");
 }
 
-/** Starts the server and resolves once it listens. @throws the listen error (e.g. `EADDRINUSE`). */
+/**
+ * Starts the server and resolves once it listens.
+ * @throws the listen error (e.g. `EADDRINUSE`); `schema_violation` for a bad `server` config section.
+ */
 export async function startServer(opts: StartServerOptions): Promise<RunningServer> {
   const token = opts.token ?? generateServerToken();
   const host = opts.host ?? DEFAULT_HOST;
+  const config = loadServerConfig(opts.workspace.dir);
   const ctx = openServerContext({
     workspace: opts.workspace,
     ...(opts.runnerDirs ? { runnerDirs: opts.runnerDirs } : {}),
     ...(opts.workflows ? { workflows: opts.workflows } : {}),
   });
+  let boundPort: number | undefined;
+  const bindName = bindHostName(host);
   const app = createServerApp({
     ctx,
     token,
     readOnly: opts.readOnly === true,
+    allowedHosts: [...(bindName ? [bindName] : []), ...config.allowedHosts, ...(opts.allowedHosts ?? [])],
+    boundPort: () => boundPort,
     ...(opts.extraRoutes ? { extraRoutes: opts.extraRoutes } : {}),
     ...(opts.log ? { log: opts.log } : {}),
   });
@@ -77,6 +92,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
     throw e;
   }
   const port = (server.address() as AddressInfo).port;
+  boundPort = port;
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   let closing: Promise<void> | undefined;
   return {

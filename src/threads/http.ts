@@ -14,7 +14,16 @@
  */
 import type { Context, Hono } from "hono";
 import { z } from "zod";
-import { ErrorCode, httpStatusFor, RatchetError, toRatchetError } from "../core/index.js";
+import {
+  assertNoForbiddenKeys,
+  decodeUtf8Strict,
+  ErrorCode,
+  httpStatusFor,
+  MAX_ID_CHARS,
+  MAX_TEXT_CHARS,
+  RatchetError,
+  toRatchetError,
+} from "../core/index.js";
 import type { ThreadService } from "./service.js";
 import { isResumable } from "./states.js";
 
@@ -28,19 +37,19 @@ export interface ThreadRoutesOptions {
 }
 
 const startBody = z.strictObject({
-  goal: z.string().min(1),
-  project: z.string().min(1).optional(),
-  model: z.string().min(1).optional(),
+  goal: z.string().min(1).max(MAX_TEXT_CHARS),
+  project: z.string().min(1).max(MAX_ID_CHARS).optional(),
+  model: z.string().min(1).max(MAX_ID_CHARS).optional(),
 });
 const decideBody = z.strictObject({
-  approval_id: z.string().min(1).optional(),
+  approval_id: z.string().min(1).max(MAX_ID_CHARS).optional(),
   always: z.boolean().optional(),
-  reason: z.string().optional(),
+  reason: z.string().max(MAX_TEXT_CHARS).optional(),
 });
-const cancelBody = z.strictObject({ reason: z.string().optional() });
+const cancelBody = z.strictObject({ reason: z.string().max(MAX_TEXT_CHARS).optional() });
 
 async function body<T>(c: Context, schema: z.ZodType<T>): Promise<T> {
-  const text = await c.req.text();
+  const text = decodeUtf8Strict(new Uint8Array(await c.req.arrayBuffer()), "the request body", "body");
   let json: unknown = {};
   if (text.trim() !== "") {
     try {
@@ -52,6 +61,7 @@ async function body<T>(c: Context, schema: z.ZodType<T>): Promise<T> {
         { field: "body" },
       );
     }
+    assertNoForbiddenKeys(json);
   }
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
@@ -64,7 +74,8 @@ async function body<T>(c: Context, schema: z.ZodType<T>): Promise<T> {
 
 function fail(c: Context, e: unknown) {
   const re = toRatchetError(e);
-  return c.json({ error: { code: re.code, message: re.message } }, httpStatusFor(re.code) as 400);
+  const field = typeof re.details.field === "string" ? { field: re.details.field } : {};
+  return c.json({ error: { code: re.code, message: re.message, ...field } }, httpStatusFor(re.code) as 400);
 }
 
 /** Registers the thread routes on `app`. `service()` is called per request. */

@@ -11,6 +11,7 @@ import { extname, resolve } from "node:path";
 import { parseDocument } from "yaml";
 import { ErrorCode, RatchetError } from "../core/errors.js";
 import { MAX_INPUT_BYTES } from "../core/limits.js";
+import { assertNoForbiddenKeys, decodeUtf8Strict } from "../core/strict-input.js";
 import { type Issue, violation, zodIssues } from "./schema-issues.js";
 import {
   checkGroups,
@@ -92,6 +93,12 @@ export function parseWorkflowText(text: string, source: string): Workflow {
 }
 
 function parseDocumentText(text: string, source: string): unknown {
+  const value = parseDocumentValue(text, source);
+  assertNoForbiddenKeys(value);
+  return value;
+}
+
+function parseDocumentValue(text: string, source: string): unknown {
   const ext = extname(source).toLowerCase();
   const json = ext === ".json" || (ext !== ".yaml" && ext !== ".yml" && /^\s*\{/.test(text));
   if (json) {
@@ -143,7 +150,7 @@ export function loadWorkflow(path: string): Workflow {
         `${path}: ${st.size} bytes is larger than the ${MAX_INPUT_BYTES}-byte limit of a workflow file`,
         { file: path },
       );
-    text = readFileSync(abs, "utf8");
+    text = decodeUtf8Strict(readFileSync(abs), path);
   } catch (e) {
     if (e instanceof RatchetError) throw e;
     const code = (e as NodeJS.ErrnoException).code;

@@ -11,14 +11,26 @@ import { ServerQueries } from "../queries.js";
 
 const PLAN_STATUSES = Object.values(PlanStatus);
 
+/**
+ * The page size and status filter of a plan list, from `GET /api/plans`'s query or the MCP
+ * `list_plans` arguments: one rule for both. @throws `usage` naming `limit` or `status`.
+ */
+export function planListFilter(raw: { limit?: unknown; status?: unknown }): {
+  limit: number;
+  status?: PlanStatus;
+} {
+  const limit = pageSize(raw.limit);
+  const status = oneOfParam("status", raw.status, PLAN_STATUSES);
+  return { limit, ...(status ? { status } : {}) };
+}
+
 export const ledgerRoutes: RouteGroup = (app, { ctx, write }) => {
   const q = new ServerQueries(ctx.store);
 
   app.get("/api/health", (c) => c.json({ ok: true, last_event_id: ctx.store.lastEventId() }));
 
   app.get("/api/plans", (c) => {
-    const limit = pageSize(c.req.query("limit"));
-    const status = oneOfParam("status", c.req.query("status"), PLAN_STATUSES);
+    const { limit, status } = planListFilter({ limit: c.req.query("limit"), status: c.req.query("status") });
     const kind = c.req.query("kind") || undefined;
     const cur = decodeCursor(c.req.query("cursor"), 2);
     const rows = ctx.store.listPlans({

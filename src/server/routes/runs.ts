@@ -4,7 +4,14 @@
  * the server process; the reply (202) comes once it is recorded, and its progress arrives on
  * `/events` (`run.*`). Closing the server cancels the runs it started.
  */
-import { ErrorCode, RatchetError } from "../../core/index.js";
+import {
+  assertNoForbiddenKeys,
+  ErrorCode,
+  MAX_ID_CHARS,
+  MAX_PATH_CHARS,
+  MAX_TEXT_CHARS,
+  RatchetError,
+} from "../../core/index.js";
 import { MAX_STEP_TIMEOUT_SECONDS, RunStatus, RunTrigger, runWorkflow } from "../../workflow/index.js";
 import type { RouteGroup } from "../app.js";
 import type { ServerContext } from "../context.js";
@@ -55,26 +62,35 @@ const bad = (field: string, message: string): never => {
 /** Validates the body of `POST /api/runs`. @throws `schema_violation` naming the field. */
 export function parseStartRun(raw: unknown): StartRunBody {
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) bad("body", "must be a JSON object");
+  assertNoForbiddenKeys(raw);
   const o = raw as Record<string, unknown>;
   for (const k of Object.keys(o))
     if (!FIELDS.includes(k)) bad(k, `unknown field (allowed: ${FIELDS.join(", ")})`);
   if (typeof o.workflow !== "string" || o.workflow.trim() === "")
     bad("workflow", "must be a non-empty string");
+  if ((o.workflow as string).length > MAX_PATH_CHARS)
+    bad("workflow", `must be at most ${MAX_PATH_CHARS} characters`);
   const out: StartRunBody = { workflow: o.workflow as string };
   if (o.vars !== undefined) {
     if (o.vars === null || typeof o.vars !== "object" || Array.isArray(o.vars))
       bad("vars", "must be an object");
-    for (const [k, v] of Object.entries(o.vars as object))
+    for (const [k, v] of Object.entries(o.vars as object)) {
       if (typeof v !== "string") bad(`vars.${k}`, "must be a string");
+      if (k.length > MAX_ID_CHARS)
+        bad(`vars.${k.slice(0, 40)}…`, `names are at most ${MAX_ID_CHARS} characters`);
+      if ((v as string).length > MAX_TEXT_CHARS)
+        bad(`vars.${k}`, `must be at most ${MAX_TEXT_CHARS} characters`);
+    }
     out.vars = o.vars as Record<string, string>;
   }
   if (o.group !== undefined) {
     if (typeof o.group !== "string" || o.group === "") bad("group", "must be a non-empty string");
+    if ((o.group as string).length > MAX_ID_CHARS) bad("group", `must be at most ${MAX_ID_CHARS} characters`);
     out.group = o.group as string;
   }
   if (o.only !== undefined) {
-    if (!Array.isArray(o.only) || o.only.some((s) => typeof s !== "string"))
-      bad("only", "must be an array of step ids");
+    if (!Array.isArray(o.only) || o.only.some((s) => typeof s !== "string" || s.length > MAX_ID_CHARS))
+      bad("only", `must be an array of step ids (each at most ${MAX_ID_CHARS} characters)`);
     out.only = o.only as string[];
   }
   if (o.trigger !== undefined) {
