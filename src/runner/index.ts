@@ -27,5 +27,5 @@ export type { RunTaskOptions, TaskResult } from "./task.js";
 export { runTask, TaskStop } from "./task.js";
 export type { ToolContext } from "./tools.js";
 export { runnerTools } from "./tools.js";
-export type { SourceSnapshot, Worktrees } from "./worktree.js";
+export type { SourceSnapshot, Worktree, Worktrees } from "./worktree.js";
 export { compareSnapshots, gitWorktrees, snapshotSource } from "./worktree.js";

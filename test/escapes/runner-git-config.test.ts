@@ -129,10 +129,6 @@ describe("escape: the runner's own git calls never run what a command wrote into
           turns: [
             read as Record<string, unknown>,
             { tool_calls: [{ name: "run_command", arguments: { command: attack(markers, mode) } }] },
-            // The model's own git, inside the sandbox, sees the hostile state (and is allowed to).
-            {
-              tool_calls: [{ name: "run_command", arguments: { command: "git status --short; echo done" } }],
-            },
             edit as Record<string, unknown>,
             { tool_calls: [{ name: "search_code", arguments: { pattern: "echo" } }] },
             finish as Record<string, unknown>,
