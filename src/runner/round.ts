@@ -65,14 +65,6 @@ export function redactDod(dod: DodRun, redact: (text: string) => string): DodRun
   return { ...dod, output: redact(dod.output), outputTail: redact(dod.outputTail) };
 }
 
-/**
- * The no-progress key of a round: the same key twice in a row (with the same patch) stops the
- * task. Kept in one place so how the DoD output is normalised can change here alone.
- */
-export function progressKey(patch: string, dodOutput: string): string {
-  return `${hashText(patch)}:${hashText(dodOutput)}`;
-}
-
 async function modelTurn(
   ctx: RoundContext,
   round: number,

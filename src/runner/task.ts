@@ -19,7 +19,7 @@ import type { DodRun } from "./dod.js";
 import { READ_CONTEXT_MAX_BYTES, TASK_MAX_TOKENS } from "./limits.js";
 import { hashText, patchPaths, pathsOutside } from "./patch.js";
 import { preflightDod, preflightRepo, Refusal, type RefusalItem } from "./preflight.js";
-import { type Best, progressKey, type RoundContext, redactDod, runRound } from "./round.js";
+import { type Best, type RoundContext, redactDod, runRound } from "./round.js";
 import { scoreRound } from "./score.js";
 import type { TaskSpec } from "./spec.js";
 import { runnerTools } from "./tools.js";
@@ -260,6 +260,14 @@ async function preflightDodStep(t: TaskRun, work: Work & { sandbox: CommandSandb
   logDod(t, "preflight", dod);
   t.result.dod = dodInfo(t.spec, dod);
   return { dod, refused: pre.refusal ? refuse(t, [pre.refusal]) : undefined };
+}
+
+/**
+ * The no-progress key of a round: the same key twice in a row (with the same patch) stops the
+ * task. Kept in one place so how the DoD output is normalised can change here alone.
+ */
+export function progressKey(patch: string, dodOutput: string): string {
+  return `${hashText(patch)}:${hashText(dodOutput)}`;
 }
 
 /** The rounds until the DoD passes or a stop condition holds; the best round and why they stopped. */

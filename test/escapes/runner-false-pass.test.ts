@@ -138,4 +138,24 @@ describe("escape: a change outside the allowlist never makes a task pass", () =>
       "=== fresh worktree: PASSED",
     );
   });
+
+  it("a new allowlisted file travels in the patch and passes on the fresh worktree", async () => {
+    const r = repo();
+    const result = await run(
+      r,
+      [
+        {
+          tool_calls: [
+            { name: "write_file", arguments: { path: "lib/add.sh", content: "echo $(( $1 + $2 ))\n" } },
+            { name: "write_file", arguments: { path: "calc.sh", content: "source ./lib/add.sh\n" } },
+          ],
+        },
+        finish,
+      ],
+      { allowlist: ["calc.sh", "lib"] },
+    );
+    expect(result.status, JSON.stringify(result)).toBe("passed");
+    expect(result.changed_files).toEqual(["calc.sh", "lib/add.sh"]);
+    expect(result.dod.verified_on_fresh_worktree).toBe(true);
+  });
 });

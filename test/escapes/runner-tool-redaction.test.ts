@@ -12,7 +12,10 @@
 import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { Redactor } from "../../src/core/index.js";
+import { parseTaskSpec, runTask } from "../../src/runner/index.js";
 import { startScriptedModel } from "../../src/testing/scripted-model.js";
+import { scriptedModelClient } from "../../src/testing/scripted-model-client.js";
 import { assertBuilt, query, ratchet } from "../helpers/cli.js";
 import { CALC_FIXED_LINE, calcSpec, GIT_IDENTITY, git, makeRepo } from "../helpers/runner-repo.js";
 
@@ -147,5 +150,40 @@ describe("escape: secrets a runner command or tool obtains are masked before the
       expect(text.includes(WORKSPACE_SECRET), `workspace secret in ${name}`).toBe(false);
     }
     expect(JSON.parse(res.stdout).changed_files).toEqual(["calc.sh"]);
+  });
+
+  it("a command that copies a secret into an allowlisted file gets no patch exported", async () => {
+    const r = makeRepo();
+    cleanups.push(() => r.remove());
+    writeFileSync(join(r.repo, "deploy.env"), `DEPLOY_TOKEN=${WORKSPACE_SECRET}\n`);
+    git(r.repo, "add", "deploy.env");
+    git(r.repo, "commit", "-q", "-m", "deploy env");
+    const model = await startScriptedModel({
+      script: {
+        turns: [
+          { tool_calls: [cmd("cat deploy.env >> calc.sh; echo copied")] },
+          { tool_calls: [{ name: "finish", arguments: { summary: "done" } }] },
+        ],
+      },
+    });
+    cleanups.push(() => model.close());
+    const spec = parseTaskSpec(
+      calcSpec(r, {
+        max_rounds: 1,
+        definition_of_done: { command: "bash test_calc.sh; true", assertion: "exit_code == 0" },
+        allow_passing_dod: true,
+      }),
+    );
+    const result = await runTask(spec, {
+      client: scriptedModelClient(model, { maxAttempts: 1 }),
+      redactor: new Redactor().add("SECRET_DEPLOY_TOKEN", WORKSPACE_SECRET),
+    });
+    expect(result.status).toBe("refused");
+    expect(result.refusals[0]?.code).toBe("patch_contains_secret");
+    expect(result.patch_file).toBeNull();
+    for (const f of readdirSync(r.out)) {
+      expect(readFileSync(join(r.out, f), "utf8").includes(WORKSPACE_SECRET), f).toBe(false);
+    }
+    expect(JSON.stringify(model.requests()).includes(WORKSPACE_SECRET)).toBe(false);
   });
 });
