@@ -86,7 +86,8 @@ export interface PinnedRepo {
 
 /**
  * Settings forced on every pinned call (on top of the private config, which holds the same):
- * no fsmonitor, no hooks, no global attributes, no pager, no ssh, no automatic gc.
+ * no fsmonitor, no hooks, no global attributes, no pager, no ssh, no look into submodules, no
+ * automatic gc.
  */
 export const PINNED_GIT_CONFIG: readonly string[] = [
   "core.fsmonitor=false",
@@ -95,6 +96,11 @@ export const PINNED_GIT_CONFIG: readonly string[] = [
   "core.pager=cat",
   "core.sshCommand=false",
   "core.untrackedCache=false",
+  // A command can put a `.git` file into a submodule's folder; git would run `git status` there
+  // (its config, filters, fsmonitor) to tell whether it is dirty. Submodules are never looked into.
+  "diff.ignoreSubmodules=all",
+  "submodule.recurse=false",
+  "status.submoduleSummary=false",
   "gc.auto=0",
   "maintenance.auto=false",
 ];

@@ -28,7 +28,17 @@ export async function diffAllowlisted(
     .filter(Boolean);
   if (untracked.length > 0) await pinnedGit(["add", "-N", "--", ...literal(untracked)], worktree, runner);
   return pinnedGit(
-    ["diff", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "HEAD", "--", ...literal(allowlist)],
+    [
+      "diff",
+      "--binary",
+      "--no-color",
+      "--no-ext-diff",
+      "--no-textconv",
+      "--ignore-submodules=all",
+      "HEAD",
+      "--",
+      ...literal(allowlist),
+    ],
     worktree,
     runner,
   );
@@ -84,7 +94,7 @@ export async function restoreProtected(
   if (protectedPaths.length === 0) return { changed: [], hash: "" };
   const spec = literal(protectedPaths);
   const status = await pinnedGit(
-    ["status", "--porcelain=v1", "--untracked-files=all", "--", ...spec],
+    ["status", "--porcelain=v1", "--untracked-files=all", "--ignore-submodules=all", "--", ...spec],
     worktree,
     runner,
   );

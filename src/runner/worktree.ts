@@ -48,24 +48,27 @@ export interface Worktrees {
 const COPIED_CONFIG =
   /^(core\.(autocrlf|eol|filemode|symlinks|ignorecase|precomposeunicode|safecrlf|checkroundtripencoding|quotepath)|extensions\.objectformat)$/;
 
-function privateConfig(copied: [string, string][]): string {
-  const core = copied.filter(([k]) => k.startsWith("core."));
+/** The private config: repository format, the copied source settings, then {@link PINNED_GIT_CONFIG}. Pure. */
+export function privateConfig(copied: readonly (readonly [string, string])[]): string {
   const format = copied.find(([k]) => k === "extensions.objectformat")?.[1];
+  const sections = new Map<string, string[]>([
+    ["core", [`repositoryformatversion = ${format ? 1 : 0}`, "bare = false"]],
+  ]);
+  const put = (key: string, value: string) => {
+    const dot = key.lastIndexOf(".");
+    const section = key.slice(0, dot);
+    sections.set(section, [...(sections.get(section) ?? []), `${key.slice(dot + 1)} = ${value}`]);
+  };
+  for (const [k, v] of copied) put(k, JSON.stringify(v));
+  for (const c of PINNED_GIT_CONFIG) {
+    const eq = c.indexOf("=");
+    put(c.slice(0, eq), c.slice(eq + 1));
+  }
   const lines = [
     "# Written by Ratchet for its own git calls in one disposable worktree; nothing else writes it.",
-    "[core]",
-    `\trepositoryformatversion = ${format ? 1 : 0}`,
-    "\tbare = false",
-    ...PINNED_GIT_CONFIG.filter((c) => c.startsWith("core.")).map(
-      (c) => `\t${c.slice(5).replace("=", " = ")}`,
-    ),
-    ...core.map(([k, v]) => `\t${k.slice(5)} = ${JSON.stringify(v)}`),
-    "[gc]",
-    "\tauto = 0",
-    ...(format ? ["[extensions]", `\tobjectformat = ${format}`] : []),
-    "",
   ];
-  return lines.join("\n");
+  for (const [section, entries] of sections) lines.push(`[${section}]`, ...entries.map((e) => `\t${e}`));
+  return `${lines.join("\n")}\n`;
 }
 
 /**

@@ -8,7 +8,7 @@
  * worktree; none may ever appear, and the task's result must be true (the patch is the real
  * allowlisted change, the source is byte-for-byte what it was).
  */
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { parseTaskSpec, runTask } from "../../src/runner/index.js";
@@ -187,5 +187,71 @@ describe("escape: the runner's own git calls never run what a command wrote into
     expect(result.status).toBe("failed");
     expect(result.best_round).toBe(1);
     expect(result.source_unchanged).toBe(true);
+  });
+
+  it("submodule: a `.git` file planted in a submodule folder makes Ratchet's git look into nothing", async () => {
+    const r = makeRepo();
+    cleanups.push(() => r.remove());
+    const markers = join(r.root, "markers");
+    mkdirSync(markers);
+    chmodSync(markers, 0o777);
+    const sub = join(r.root, "subsrc");
+    mkdirSync(sub);
+    git(sub, "init", "-q", "-b", "main");
+    writeFileSync(join(sub, "s"), "s\n");
+    git(sub, "add", "s");
+    git(sub, "commit", "-q", "-m", "s");
+    git(r.repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", sub, "sub");
+    git(r.repo, "commit", "-q", "-m", "submodule");
+    const before = sourceState(r);
+    const config = evilConfig(markers, "/nonexistent").replace(
+      "\tworktreeConfig = true",
+      "\tworktreeConfig = false",
+    );
+    const py = `
+import os, subprocess
+wt = os.getcwd()
+evil = os.path.join(wt, ".evil-sub")
+sub = os.path.join(wt, "sub")
+subprocess.run(["git", "init", "-q", "--bare", evil])
+open(os.path.join(evil, "config"), "a").write(${JSON.stringify(config)} + "[core]\\n\\tbare = false\\n")
+os.makedirs(sub, exist_ok=True)
+open(os.path.join(sub, ".git"), "w").write("gitdir: " + evil + "\\n")
+open(os.path.join(sub, ".gitattributes"), "w").write("* filter=evil diff=evil\\n")
+open(os.path.join(sub, "s"), "w").write("x\\n")
+env = dict(os.environ, GIT_DIR=evil, GIT_WORK_TREE=sub)
+for args in (["add", "-A"], ["commit", "-qm", "x"]):
+    subprocess.run(["git", "-c", "user.name=x", "-c", "user.email=x@x", *args], env=env, cwd=sub, capture_output=True)
+open(os.path.join(sub, "s"), "a").write("dirty\\n")
+print("attack armed: submodule")
+`;
+    const b64 = Buffer.from(py).toString("base64");
+    const [read, edit, finish] = fixTurns();
+    const model = await startScriptedModel({
+      script: {
+        turns: [
+          read as Record<string, unknown>,
+          {
+            tool_calls: [
+              {
+                name: "run_command",
+                arguments: { command: `python3 -c "import base64; exec(base64.b64decode('${b64}'))"` },
+              },
+            ],
+          },
+          edit as Record<string, unknown>,
+          { tool_calls: [{ name: "search_code", arguments: { pattern: "dirty" } }] },
+          finish as Record<string, unknown>,
+        ],
+      },
+    });
+    cleanups.push(() => model.close());
+    const spec = parseTaskSpec(calcSpec(r, { max_rounds: 1, allowlist: ["calc.sh", "sub"] }));
+    const result = await runTask(spec, { client: scriptedModelClient(model, { maxAttempts: 1 }) });
+    expect(readFileSync(join(r.out, "fix-calc.events.jsonl"), "utf8")).toContain("attack armed: submodule");
+    expect(readdirSync(markers)).toEqual([]);
+    expect(result.status, JSON.stringify(result)).toBe("passed");
+    expect(result.changed_files).toEqual(["calc.sh"]);
+    expect(sourceState(r)).toEqual(before);
   });
 });
