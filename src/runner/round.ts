@@ -11,6 +11,7 @@ import type { CommandSandbox } from "./confine.js";
 import { type DodRun, runDod } from "./dod.js";
 import type { PinnedRepo } from "./git.js";
 import {
+  OUTPUT_TAIL_CHARS,
   ROUND_MAX_MODEL_CALLS,
   ROUND_MAX_TOKENS,
   ROUND_MAX_TOOL_CALLS,
@@ -60,9 +61,13 @@ export interface RoundOutcome {
   kept: boolean;
 }
 
-/** A DoD run with known secrets masked in its output (the assertion was checked on the raw one). */
+/**
+ * A DoD run with known secrets masked in its output (the assertion was checked on the raw one).
+ * The tail is cut again from the masked output, so a secret the old cut split is masked too.
+ */
 export function redactDod(dod: DodRun, redact: (text: string) => string): DodRun {
-  return { ...dod, output: redact(dod.output), outputTail: redact(dod.outputTail) };
+  const output = redact(dod.output);
+  return { ...dod, output, outputTail: output.slice(-OUTPUT_TAIL_CHARS) };
 }
 
 async function modelTurn(

@@ -244,7 +244,9 @@ function rawTools(ctx: ToolContext): LoopTool[] {
           : r.spawnError
             ? `not started: ${r.spawnError.message}`
             : `exit ${r.exitCode}`;
-        return `${status}\n${r.combined.slice(-OUTPUT_TAIL_CHARS)}`;
+        // masked before the cut, so the cut cannot split a secret out of the mask's reach
+        const output = ctx.redact ? ctx.redact(r.combined) : r.combined;
+        return `${status}\n${output.slice(-OUTPUT_TAIL_CHARS)}`;
       },
     },
     {
