@@ -5,6 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import {
+  copyFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -79,6 +80,7 @@ async function makePrivateGitDir(
   source: string,
   gitDir: string,
   workTree: string,
+  adminDir: string,
   commit: string,
   runner: ProcessRunner,
 ): Promise<PinnedRepo> {
@@ -103,9 +105,19 @@ async function makePrivateGitDir(
   writeFileSync(join(gitDir, "config"), privateConfig(copied));
   writeFileSync(join(gitDir, "info", "exclude"), existsSync(exclude) ? readFileSync(exclude) : "");
   const repo = { gitDir, workTree };
-  await pinnedGit(["read-tree", "HEAD"], repo, runner);
-  // Stat data for the checked-out files (a failure only makes later diffs compare contents).
-  await pinnedGitRun(["update-index", "-q", "--refresh"], repo, runner);
+  // The index `git worktree add` just wrote (nothing else has written there yet) has the stat
+  // data of every checked-out file: a copy saves hashing them all again. When it cannot be used
+  // here (e.g. a split index whose shared part stays in the admin folder), build it from HEAD.
+  const index = join(gitDir, "index");
+  const fromAdmin = join(adminDir, "index");
+  if (existsSync(fromAdmin)) copyFileSync(fromAdmin, index);
+  const refresh = await pinnedGitRun(["update-index", "-q", "--refresh"], repo, runner);
+  if (!existsSync(index) || refresh.exitCode === 128) {
+    rmSync(index, { force: true });
+    await pinnedGit(["read-tree", "HEAD"], repo, runner);
+    // stat data for the checked-out files (a failure only makes later diffs compare contents)
+    await pinnedGitRun(["update-index", "-q", "--refresh"], repo, runner);
+  }
   return repo;
 }
 
@@ -138,7 +150,7 @@ export function gitWorktrees(runner: ProcessRunner = realProcessRunner): Worktre
         // Read once, now, while nothing but git has written in the worktree.
         const adminDir = (await git(["rev-parse", "--absolute-git-dir"], path, runner)).trim();
         try {
-          const repo = await makePrivateGitDir(source, join(parent, "git"), path, commit, runner);
+          const repo = await makePrivateGitDir(source, join(parent, "git"), path, adminDir, commit, runner);
           return { path, adminDir, git: repo };
         } catch (err) {
           await removeWorktree(source, path, adminDir, runner);
