@@ -8,7 +8,16 @@
  * worktree; none may ever appear, and the task's result must be true (the patch is the real
  * allowlisted change, the source is byte-for-byte what it was).
  */
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { parseTaskSpec, runTask } from "../../src/runner/index.js";
@@ -253,5 +262,34 @@ print("attack armed: submodule")
     expect(result.status, JSON.stringify(result)).toBe("passed");
     expect(result.changed_files).toEqual(["calc.sh"]);
     expect(sourceState(r)).toEqual(before);
+  });
+
+  it("writable_paths that would make the private git dir writable to commands is an error before any model call", async () => {
+    const r = makeRepo();
+    cleanups.push(() => r.remove());
+    const model = await startScriptedModel({ tripwire: true });
+    cleanups.push(() => model.close());
+    // worktrees go under TMPDIR; a writable_paths entry holding it holds the private git dir too
+    const tmp = join(r.root, "tmp");
+    mkdirSync(tmp);
+    const saved = process.env.TMPDIR;
+    process.env.TMPDIR = tmp;
+    cleanups.push(() => {
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+    });
+    const spec = parseTaskSpec(calcSpec(r, { writable_paths: [realpathSync(tmpdir())] }));
+    const result = await runTask(spec, { client: scriptedModelClient(model) });
+    expect(readdirSync(tmp).filter((n) => n.startsWith("ratchet-runner-"))).toEqual([]);
+    const sandbox = readFileSync(join(r.out, "fix-calc.events.jsonl"), "utf8").includes(
+      '"protection":"landlock"',
+    );
+    if (!sandbox) console.warn("runner commands not confined here: nothing is writable to them");
+    if (sandbox) {
+      expect(result.status).toBe("error");
+      expect(result.error).toContain("private git folder");
+    }
+    expect(model.requests()).toHaveLength(0);
+    expect(git(r.repo, "worktree", "list", "--porcelain").match(/^worktree /gm)).toHaveLength(1);
   });
 });
