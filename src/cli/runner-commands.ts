@@ -5,9 +5,14 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ErrorCode, RatchetError } from "../core/index.js";
+import { ErrorCode, RatchetError, Redactor } from "../core/index.js";
 import { killAllRunning, realProcessRunner } from "../exec/index.js";
-import { compileModelOptions, createModelClient } from "../model/index.js";
+import {
+  type CompiledModelOptions,
+  compileModelOptions,
+  createModelClient,
+  MODEL_ENV,
+} from "../model/index.js";
 import {
   DOCTOR_HTTP_TIMEOUT_MS,
   dryRun,
@@ -18,6 +23,7 @@ import {
   taskIdsIn,
   WORKTREE_PREFIX,
 } from "../runner/index.js";
+import { parseSecretsFile } from "../workflow/index.js";
 import { type CommandContext, type GlobalOptions, openContext } from "./context.js";
 import { out } from "./io.js";
 
@@ -64,11 +70,34 @@ function tryContext(globals: GlobalOptions): CommandContext | undefined {
   }
 }
 
+/**
+ * What a task masks in tool results and artifacts: the model's API key (wherever it was
+ * configured) and the workspace's secrets file, when there is one (best effort: an unreadable or
+ * malformed file adds nothing here; workflow runs report it).
+ */
+function taskRedactor(model: CompiledModelOptions, ctx: CommandContext | undefined): Redactor {
+  const keyName = model.provider === "anthropic" ? MODEL_ENV.anthropicApiKey : MODEL_ENV.openaiApiKey;
+  const redactor = new Redactor().addFromEnv(process.env).add(keyName, model.apiKey);
+  const file = ctx ? join(ctx.workspace.dir, "secrets") : undefined;
+  if (file && existsSync(file)) {
+    try {
+      for (const [name, value] of parseSecretsFile(readFileSync(file, "utf8"), file)) {
+        redactor.add(`SECRET_${name}`, value);
+      }
+    } catch {
+      // nothing to add
+    }
+  }
+  return redactor;
+}
+
 /** `ratchet runner run <spec>`. */
 export async function runnerRun(file: string, o: GlobalOptions & { json?: boolean }): Promise<number> {
   const spec = loadTaskSpec(file);
-  const client = createModelClient(compileModelOptions({}));
+  const model = compileModelOptions({});
+  const client = createModelClient(model);
   const ctx = tryContext(o);
+  const redactor = taskRedactor(model, ctx);
   const abort = new AbortController();
   const onSignal = () => {
     abort.abort();
@@ -88,7 +117,12 @@ export async function runnerRun(file: string, o: GlobalOptions & { json?: boolea
             }),
           )
       : undefined;
-    const result = await runTask(spec, { client, signal: abort.signal, ...(onEvent ? { onEvent } : {}) });
+    const result = await runTask(spec, {
+      client,
+      redactor,
+      signal: abort.signal,
+      ...(onEvent ? { onEvent } : {}),
+    });
     print(o.json, { ok: result.status === "passed", op: "runner-run", ...result }, () =>
       [
         `task ${result.task_id}: ${result.status} (${result.stop_reason}) after ${result.rounds} round(s), best score ${result.best_score}`,

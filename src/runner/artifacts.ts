@@ -1,6 +1,7 @@
 /**
  * The artifacts of a task in `output_dir`, each file written atomically (temp file + rename);
- * the two `.jsonl` logs are appended line by line.
+ * the two `.jsonl` logs are appended line by line. Everything but the raw patch passes the task's
+ * redaction (known secret values masked) before it is written or handed to `onEvent`.
  */
 import { appendFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -42,6 +43,8 @@ export class TaskArtifacts {
     readonly dir: string,
     readonly taskId: string,
     private readonly onEvent?: (e: TaskEvent) => void,
+    /** Masks known secrets in every text written (default: none). */
+    private readonly redact: (text: string) => string = (text) => text,
   ) {
     mkdirSync(dir, { recursive: true });
   }
@@ -62,11 +65,16 @@ export class TaskArtifacts {
   }
 
   writeJson(suffix: string, value: unknown): void {
-    writeAtomic(this.path(suffix), `${JSON.stringify(value, null, 2)}\n`);
+    writeAtomic(this.path(suffix), `${JSON.stringify(this.masked(value), null, 2)}\n`);
   }
 
-  writeText(suffix: string, text: string | Uint8Array): void {
-    writeAtomic(this.path(suffix), text);
+  writeText(suffix: string, text: string): void {
+    writeAtomic(this.path(suffix), this.redact(text));
+  }
+
+  /** Writes bytes as they are (the patch: masking would corrupt it; the caller checked it). */
+  writeRaw(suffix: string, data: string | Uint8Array): void {
+    writeAtomic(this.path(suffix), data);
   }
 
   event(type: string, payload: Record<string, unknown> = {}): void {
@@ -75,14 +83,18 @@ export class TaskArtifacts {
       time: new Date().toISOString(),
       task_id: this.taskId,
       type,
-      ...payload,
+      ...this.masked(payload),
     };
     appendFileSync(this.path("events.jsonl"), `${JSON.stringify(e)}\n`);
     this.onEvent?.(e);
   }
 
+  private masked<T>(value: T): T {
+    return maskValue(value, this.redact);
+  }
+
   round(line: Record<string, unknown>): void {
-    appendFileSync(this.path("rounds.jsonl"), `${JSON.stringify(line)}\n`);
+    appendFileSync(this.path("rounds.jsonl"), `${JSON.stringify(this.masked(line))}\n`);
   }
 
   status(state: TaskState, extra: Record<string, unknown> = {}): void {
@@ -93,6 +105,18 @@ export class TaskArtifacts {
       ...extra,
     });
   }
+}
+
+/** Every string inside a JSON-like value masked with `redact`. Pure. */
+function maskValue<T>(value: T, redact: (text: string) => string): T {
+  if (typeof value === "string") return redact(value) as T;
+  if (Array.isArray(value)) return value.map((v) => maskValue(v, redact)) as T;
+  if (value && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = maskValue(v, redact);
+    return out as T;
+  }
+  return value;
 }
 
 /** The task ids with a status file among the names of an output folder. Pure. */

@@ -26,9 +26,10 @@ export { dryRun, explainRisk, preflightDod, preflightRepo, Refusal } from "./pre
 export { assertionHolds, parseTestCounts, scoreRound } from "./score.js";
 export type { DodAssertion, TaskSpec } from "./spec.js";
 export { loadTaskSpec, normaliseRepoPath, parseAssertion, parseTaskSpec } from "./spec.js";
-export type { RunTaskOptions, TaskResult } from "./task.js";
-export { runTask, TaskStop } from "./task.js";
+export { runTask } from "./task.js";
+export type { RunTaskOptions, TaskResult } from "./task-run.js";
+export { TaskStop } from "./task-run.js";
 export type { ToolContext } from "./tools.js";
 export { runnerTools } from "./tools.js";
-export type { SourceSnapshot, Worktrees } from "./worktree.js";
+export type { SourceSnapshot, Worktree, Worktrees } from "./worktree.js";
 export { compareSnapshots, gitWorktrees, snapshotSource } from "./worktree.js";

@@ -1,23 +1,24 @@
 /**
  * The worktree's state as a patch: computed from git (`git diff --binary HEAD -- <allowlist>`,
  * new files included through intent-to-add), never from what the model says; restoring the
- * worktree to a patch; pristine protected paths.
+ * worktree to a patch; pristine protected paths. Every call goes through the worktree's
+ * {@link PinnedRepo} (Ratchet's private git dir and index), never through its `.git` file.
  */
 import { createHash } from "node:crypto";
 import { type ProcessRunner, realProcessRunner } from "../exec/index.js";
-import { git, gitRun } from "./git.js";
+import { type PinnedRepo, pinnedGit, pinnedGitRun } from "./git.js";
 import { inList } from "./spec.js";
 
 const literal = (paths: readonly string[]) => paths.map((p) => `:(literal)${p}`);
 
 /** The allowlist-scoped diff of the worktree against HEAD (binary-safe; "" when unchanged). */
 export async function diffAllowlisted(
-  worktree: string,
+  worktree: PinnedRepo,
   allowlist: readonly string[],
   runner: ProcessRunner = realProcessRunner,
 ): Promise<string> {
   const untracked = (
-    await git(
+    await pinnedGit(
       ["ls-files", "-z", "--others", "--exclude-standard", "--", ...literal(allowlist)],
       worktree,
       runner,
@@ -25,9 +26,19 @@ export async function diffAllowlisted(
   )
     .split("\0")
     .filter(Boolean);
-  if (untracked.length > 0) await git(["add", "-N", "--", ...literal(untracked)], worktree, runner);
-  return git(
-    ["diff", "--binary", "--no-color", "--no-ext-diff", "HEAD", "--", ...literal(allowlist)],
+  if (untracked.length > 0) await pinnedGit(["add", "-N", "--", ...literal(untracked)], worktree, runner);
+  return pinnedGit(
+    [
+      "diff",
+      "--binary",
+      "--no-color",
+      "--no-ext-diff",
+      "--no-textconv",
+      "--ignore-submodules=all",
+      "HEAD",
+      "--",
+      ...literal(allowlist),
+    ],
     worktree,
     runner,
   );
@@ -59,15 +70,16 @@ export function hashText(text: string): string {
 
 /** Puts the worktree back to HEAD in the allowlist, then applies `patch`. */
 export async function restoreTo(
-  worktree: string,
+  worktree: PinnedRepo,
   allowlist: readonly string[],
   patch: string,
   runner: ProcessRunner = realProcessRunner,
 ): Promise<void> {
-  await git(["reset", "-q"], worktree, runner);
-  await git(["checkout", "-q", "HEAD", "--", "."], worktree, runner);
-  await gitRun(["clean", "-fdq", "--", ...literal(allowlist)], worktree, runner);
-  if (patch !== "") await git(["apply", "--binary", "--whitespace=nowarn", "-"], worktree, runner, patch);
+  await pinnedGit(["reset", "-q"], worktree, runner);
+  await pinnedGit(["checkout", "-q", "HEAD", "--", "."], worktree, runner);
+  await pinnedGitRun(["clean", "-fdq", "--", ...literal(allowlist)], worktree, runner);
+  if (patch !== "")
+    await pinnedGit(["apply", "--binary", "--whitespace=nowarn", "-"], worktree, runner, patch);
 }
 
 /**
@@ -75,14 +87,14 @@ export async function restoreTo(
  * paths that had changed, and a hash of the pristine contents.
  */
 export async function restoreProtected(
-  worktree: string,
+  worktree: PinnedRepo,
   protectedPaths: readonly string[],
   runner: ProcessRunner = realProcessRunner,
 ): Promise<{ changed: string[]; hash: string }> {
   if (protectedPaths.length === 0) return { changed: [], hash: "" };
   const spec = literal(protectedPaths);
-  const status = await git(
-    ["status", "--porcelain=v1", "--untracked-files=all", "--", ...spec],
+  const status = await pinnedGit(
+    ["status", "--porcelain=v1", "--untracked-files=all", "--ignore-submodules=all", "--", ...spec],
     worktree,
     runner,
   );
@@ -91,13 +103,13 @@ export async function restoreProtected(
     .filter(Boolean)
     .map((l) => l.slice(3));
   if (changed.length > 0) {
-    const tracked = (await git(["ls-files", "-z", "--", ...spec], worktree, runner))
+    const tracked = (await pinnedGit(["ls-files", "-z", "--", ...spec], worktree, runner))
       .split("\0")
       .filter(Boolean);
     if (tracked.length > 0)
-      await git(["checkout", "-q", "HEAD", "--", ...literal(tracked)], worktree, runner);
-    await gitRun(["clean", "-fdq", "--", ...spec], worktree, runner);
+      await pinnedGit(["checkout", "-q", "HEAD", "--", ...literal(tracked)], worktree, runner);
+    await pinnedGitRun(["clean", "-fdq", "--", ...spec], worktree, runner);
   }
-  const tree = await gitRun(["ls-tree", "-r", "HEAD", "--", ...spec], worktree, runner);
+  const tree = await pinnedGitRun(["ls-tree", "-r", "HEAD", "--", ...spec], worktree, runner);
   return { changed, hash: hashText(tree.stdout) };
 }

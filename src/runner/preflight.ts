@@ -21,6 +21,7 @@ export const Refusal = {
   VacuousDod: "vacuous_dod",
   OutsideAllowlist: "patch_outside_allowlist",
   WritablePathMissing: "writable_path_missing",
+  SecretInPatch: "patch_contains_secret",
 } as const;
 export type Refusal = (typeof Refusal)[keyof typeof Refusal];
 
@@ -204,8 +205,8 @@ export async function dryRun(
     const wt = await worktrees.create(spec.cwd);
     let sandbox: CommandSandbox | undefined;
     try {
-      sandbox = await commandSandbox(wt, spec.writable_paths, runner);
-      const pre = await preflightDod(spec, wt, runner, sandbox);
+      sandbox = await commandSandbox(wt.path, spec.writable_paths, runner);
+      const pre = await preflightDod(spec, wt.path, runner, sandbox);
       dod = {
         passed: pre.dod.passed,
         exit_code: pre.dod.exitCode,

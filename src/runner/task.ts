@@ -1,117 +1,239 @@
 /**
- * `runTask`: one task from spec to artifacts. Preflight → snapshot of the source → disposable
- * worktree → rounds (one `runToolLoop` each, then the DoD against pristine protected paths, score,
- * keep-best / restore) → allowlist-checked patch → worktree removed → "source unchanged" proof →
- * optional apply/commit/rollback in the source → result files.
+ * `runTask`: one task from spec to artifacts, as a sequence of small named steps:
+ * {@link startTask} → {@link preflightStep} (repository checks) → snapshot of the source →
+ * {@link prepareStep} (disposable worktree, command sandbox) → {@link preflightDodStep} (the DoD
+ * must fail first) → {@link roundsStep} (round.ts: one tool loop, DoD on pristine protected
+ * paths, score, keep-best) → {@link exportStep} (allowlist-checked patch) → worktree removed →
+ * {@link verifyStep} (the DoD on a FRESH worktree holding only the patch decides "passed") →
+ * {@link proveSourceUnchanged} → {@link applyStep} (complete-task mode) → {@link finish}.
  */
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { type ProcessRunner, realProcessRunner } from "../exec/index.js";
-import { type ModelClient, runToolLoop, type ToolLoopResult } from "../model/index.js";
-import { applyToSource, type SourceApplyResult } from "./apply.js";
-import { TaskArtifacts, type TaskEvent, type TaskState } from "./artifacts.js";
+import { ErrorCode, RatchetError } from "../core/index.js";
+import { applyToSource } from "./apply.js";
 import { type CommandSandbox, commandSandbox } from "./confine.js";
-import { type DodRun, runDod } from "./dod.js";
+import type { DodRun } from "./dod.js";
+import { TASK_MAX_TOKENS } from "./limits.js";
 import { normaliseDodOutput } from "./dod-normalise.js";
-import {
-  READ_CONTEXT_MAX_BYTES,
-  ROUND_MAX_MODEL_CALLS,
-  ROUND_MAX_TOKENS,
-  ROUND_MAX_TOOL_CALLS,
-  ROUND_TIMEOUT_MS,
-  TASK_MAX_TOKENS,
-} from "./limits.js";
-import { diffAllowlisted, hashText, patchPaths, pathsOutside, restoreProtected, restoreTo } from "./patch.js";
-import { preflightDod, preflightRepo, Refusal, type RefusalItem } from "./preflight.js";
-import { roundPrompt, SYSTEM_PROMPT } from "./prompt.js";
+import { hashText, patchPaths, pathsOutside } from "./patch.js";
+import { preflightDod, preflightRepo, Refusal } from "./preflight.js";
+import { type Best, type RoundContext, redactDod, runRound } from "./round.js";
 import { scoreRound } from "./score.js";
 import type { TaskSpec } from "./spec.js";
-import { runnerTools } from "./tools.js";
 import {
-  compareSnapshots,
-  gitWorktrees,
-  type SourceSnapshot,
-  snapshotSource,
-  type Worktrees,
-} from "./worktree.js";
+  dodInfo,
+  finish,
+  holdsKnownSecret,
+  hunkMarkdown,
+  logDod,
+  type RunTaskOptions,
+  readContext,
+  refuse,
+  startTask,
+  type TaskResult,
+  type TaskRun,
+  TaskStop,
+} from "./task-run.js";
+import { runnerTools } from "./tools.js";
+import { verifyOnFreshWorktree } from "./verify.js";
+import { compareSnapshots, type SourceSnapshot, snapshotSource, type Worktree } from "./worktree.js";
 
-/** Why the rounds stopped. Stored and printed as strings; never renamed. */
-export const TaskStop = {
-  Passed: "dod_passed",
-  MaxRounds: "max_rounds",
-  Budget: "token_budget",
-  NoProgress: "no_progress",
-  ModelError: "model_error",
-  Cancelled: "cancelled",
-  Refused: "refused",
-  SourceChanged: "source_changed",
-  SourceDodFailed: "source_dod_failed",
-  SourceApplyFailed: "source_apply_failed",
-  Error: "error",
-} as const;
-export type TaskStop = (typeof TaskStop)[keyof typeof TaskStop];
-
-/** `{task_id}.result.json`. */
-export interface TaskResult {
-  task_id: string;
-  status: "passed" | "failed" | "refused" | "error";
-  rounds: number;
-  best_score: number;
-  best_round: number;
-  dod: {
-    command: string;
-    assertion: string;
-    passed: boolean;
-    exit_code: number | null;
-    output_tail: string;
-  };
-  patch_file: string | null;
-  changed_files: string[];
-  source_unchanged: boolean | null;
-  source_changes: string[];
-  stop_reason: string;
-  refusals: RefusalItem[];
-  tokens: { input: number; output: number };
-  duration_ms: number;
-  error?: string;
-  apply_to_source?: boolean;
-  source_patch_applied?: boolean;
-  source_dod_passed?: boolean;
-  source_commit?: string | null;
-  source_rollback_applied?: boolean;
-  source_apply_error?: string | null;
+/** The worktree of the rounds and its command sandbox (disposed in `runTask`'s `finally`). */
+interface Work {
+  worktree: Worktree;
+  sandbox: CommandSandbox | undefined;
 }
 
-export interface RunTaskOptions {
-  /** The model. Required. */
-  client: ModelClient;
-  worktrees?: Worktrees;
-  runner?: ProcessRunner;
-  /** Every event also goes here (e.g. the ledger's event log). */
-  onEvent?: (e: TaskEvent) => void;
-  signal?: AbortSignal;
-  /** Called with the worktree path once it exists (tests use it to interfere). */
-  onWorktree?: (path: string) => void;
+type Confined = Work & { sandbox: CommandSandbox };
+
+/** Repository checks (no worktree, no model). A refusal ends the task. */
+async function preflightStep(t: TaskRun): Promise<TaskResult | undefined> {
+  const repo = await preflightRepo(t.spec, t.runner);
+  return repo.ok ? undefined : refuse(t, repo.refusals);
 }
 
-interface Best {
-  score: number;
-  patch: string;
-  round: number;
-  dod: DodRun;
-}
-
-function readContext(spec: TaskSpec): { path: string; text: string }[] {
-  return spec.read_context.map((path) => {
-    const full = join(spec.cwd, path);
-    if (!existsSync(full)) return { path, text: "(missing)" };
-    const buf = readFileSync(full);
-    const cut = buf.length > READ_CONTEXT_MAX_BYTES;
-    return {
-      path,
-      text: buf.subarray(0, READ_CONTEXT_MAX_BYTES).toString("utf8") + (cut ? "\n… (cut)" : ""),
-    };
+/**
+ * The worktree of the rounds and its command sandbox. `hold` gets them as soon as they exist, so
+ * a failure further on still removes them.
+ */
+async function prepareStep(t: TaskRun, hold: (work: Work) => void): Promise<Confined> {
+  const worktree = await t.worktrees.create(t.spec.cwd);
+  const work: Work = { worktree, sandbox: undefined };
+  hold(work);
+  t.art.event("worktree_created", { path: worktree.path });
+  t.opts.onWorktree?.(worktree.path);
+  const sandbox = await commandSandbox(worktree.path, t.spec.writable_paths, t.runner);
+  work.sandbox = sandbox;
+  t.art.event("command_sandbox", {
+    protection: sandbox.protection,
+    reason: sandbox.reason,
+    writable: sandbox.writable,
   });
+  const inside = sandbox.writable.find((w) => worktree.git.gitDir.startsWith(`${w}/`));
+  if (inside !== undefined) {
+    throw new RatchetError(
+      ErrorCode.InvalidValue,
+      `writable_paths entry ${inside} contains Ratchet's private git folder ${worktree.git.gitDir}: choose a narrower folder`,
+      { field: "writable_paths" },
+    );
+  }
+  return { worktree, sandbox };
+}
+
+/** The DoD before any change: it must fail (unless `allow_passing_dod`). */
+async function preflightDodStep(t: TaskRun, work: Confined) {
+  const pre = await preflightDod(t.spec, work.worktree.path, t.runner, work.sandbox);
+  const dod = redactDod(pre.dod, t.redact);
+  logDod(t, "preflight", dod);
+  t.result.dod = dodInfo(t.spec, dod);
+  return { dod, refused: pre.refusal ? refuse(t, [pre.refusal]) : undefined };
+}
+
+/**
+ * The no-progress key of a round: the same key twice in a row (with the same patch) stops the
+ * task. Kept in one place so how the DoD output is normalised can change here alone.
+ */
+export function progressKey(patch: string, dodOutput: string, paths: readonly string[] = []): string {
+  return `${hashText(patch)}:${hashText(normaliseDodOutput(dodOutput, paths))}`;
+}
+
+/** The rounds until the DoD passes or a stop condition holds; the best round and why they stopped. */
+async function roundsStep(t: TaskRun, work: Confined, pre: DodRun): Promise<{ best: Best; stop: string }> {
+  const { spec, art, tokens, opts } = t;
+  art.status("running", { round: 0 });
+  const ctx: RoundContext = {
+    spec,
+    client: opts.client,
+    runner: t.runner,
+    repo: work.worktree.git,
+    sandbox: work.sandbox,
+    tools: runnerTools({
+      worktree: work.worktree.path,
+      repo: work.worktree.git,
+      source: spec.cwd,
+      allowlist: spec.allowlist,
+      protectedPaths: spec.protected_paths,
+      runner: t.runner,
+      sandbox: work.sandbox,
+      redact: t.redact,
+      onRefusal: (tool, reason) => art.event("tool_refused", { tool, reason }),
+    }),
+    context: readContext(spec, t.redact),
+    art,
+    tokens,
+    responses: t.responses,
+    logDod: (label, dod) => logDod(t, label, dod),
+    redact: t.redact,
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  };
+  let best: Best = { score: scoreRound(false, pre.output), patch: "", round: 0, dod: pre };
+  let last = pre;
+  let lastPatch = "";
+  let prevKey: string | undefined;
+  for (let round = 1; round <= spec.max_rounds; round++) {
+    if (tokens.input + tokens.output >= TASK_MAX_TOKENS) return { best, stop: TaskStop.Budget };
+    if (opts.signal?.aborted) return { best, stop: TaskStop.Cancelled };
+    t.result.rounds = round;
+    art.event("round_started", { round });
+    art.status("running", { round });
+    const r = await runRound(ctx, round, last, best);
+    last = r.dod;
+    if (r.kept) best = { score: r.score, patch: r.patch, round, dod: r.dod };
+    if (r.dod.passed) return { best, stop: TaskStop.Passed };
+    if (r.modelError !== undefined) return { best, stop: TaskStop.ModelError };
+    if (r.loop?.stopReason === "cancelled") return { best, stop: TaskStop.Cancelled };
+    const key = progressKey(r.patch, r.dod.output, [work.worktree.path, spec.cwd]);
+    if (key === prevKey && r.patch === lastPatch) return { best, stop: TaskStop.NoProgress };
+    prevKey = key;
+    lastPatch = r.patch;
+  }
+  return { best, stop: TaskStop.MaxRounds };
+}
+
+/** The patch re-checked (allowlist, no known secret) and written with hunk.md. A refusal ends the task. */
+function exportStep(t: TaskRun, best: Best): TaskResult | undefined {
+  const { spec, art, result } = t;
+  result.best_score = best.score;
+  result.best_round = best.round;
+  result.dod = dodInfo(spec, best.dod);
+  const outside = pathsOutside(best.patch, spec.allowlist);
+  if (outside.length > 0) {
+    result.refusals = [
+      {
+        code: Refusal.OutsideAllowlist,
+        message: `the final diff touches paths outside the allowlist: ${outside.join(", ")}`,
+      },
+    ];
+    return finish(t, "refused", TaskStop.Refused);
+  }
+  // The patch is written byte for byte (masking would corrupt it), so one holding a known secret
+  // value is not written at all.
+  if (holdsKnownSecret(t, best.patch)) {
+    result.refusals = [
+      {
+        code: Refusal.SecretInPatch,
+        message:
+          "the final diff contains a known secret value (the model key or a workspace secret); not exported",
+      },
+    ];
+    return finish(t, "refused", TaskStop.Refused);
+  }
+  result.changed_files = patchPaths(best.patch);
+  if (best.patch !== "") {
+    art.writeRaw("patch", best.patch);
+    result.patch_file = art.path("patch");
+  }
+  art.writeText("hunk.md", hunkMarkdown(spec, best, result.changed_files));
+  return undefined;
+}
+
+/** The DoD on a fresh worktree holding only the exported patch: what decides "passed". */
+async function verifyStep(t: TaskRun, best: Best): Promise<{ passed: boolean; path: string }> {
+  const fresh = await verifyOnFreshWorktree(t.spec, best.patch, {
+    worktrees: t.worktrees,
+    runner: t.runner,
+    ...(t.opts.signal ? { signal: t.opts.signal } : {}),
+  });
+  const dod = redactDod(fresh.dod, t.redact);
+  logDod(t, "fresh worktree", dod);
+  t.result.dod = dodInfo(t.spec, dod, true);
+  t.art.event("dod_verified", {
+    passed: dod.passed,
+    exit_code: dod.exitCode,
+    patch_hash: hashText(best.patch),
+    protection: fresh.protection,
+  });
+  return { passed: dod.passed, path: fresh.path };
+}
+
+/** Compares the source with the snapshot taken before any worktree existed. */
+async function proveSourceUnchanged(t: TaskRun, before: SourceSnapshot, ours: string[]): Promise<boolean> {
+  const after = await snapshotSource(t.spec.cwd, [t.spec.output_dir, ...ours], t.runner);
+  const changes = compareSnapshots(before, after);
+  t.result.source_unchanged = changes.length === 0;
+  t.result.source_changes = changes;
+  if (changes.length > 0) t.art.event("source_changed", { fields: changes });
+  return changes.length === 0;
+}
+
+/** Complete-task mode; a failure ends the task. */
+async function applyStep(t: TaskRun, best: Best): Promise<TaskResult | undefined> {
+  const applied = await applyToSource(t.spec, best.patch, t.result.changed_files, t.runner);
+  if (applied.source_dod) logDod(t, "source", redactDod(applied.source_dod, t.redact));
+  const { source_dod: _, ...fields } = applied;
+  Object.assign(t.result, fields);
+  t.art.event("source_applied", { ...fields });
+  if (applied.source_apply_error === null) return undefined;
+  return finish(
+    t,
+    "failed",
+    applied.source_patch_applied ? TaskStop.SourceDodFailed : TaskStop.SourceApplyFailed,
+  );
+}
+
+async function removeWork(t: TaskRun, work: Work): Promise<void> {
+  work.sandbox?.dispose();
+  work.sandbox = undefined;
+  await t.worktrees.remove(t.spec.cwd, work.worktree);
+  t.art.event("worktree_removed", { path: work.worktree.path });
 }
 
 /**
@@ -119,282 +241,35 @@ function readContext(spec: TaskSpec): { path: string; text: string }[] {
  * written to `{output_dir}/{task_id}.result.json`).
  */
 export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<TaskResult> {
-  const started = Date.now();
-  const runner = opts.runner ?? realProcessRunner;
-  const worktrees = opts.worktrees ?? gitWorktrees(runner);
-  const art = new TaskArtifacts(spec.output_dir, spec.task_id, opts.onEvent);
-  art.reset();
-  art.writeJson("request.json", spec);
-  art.status("preflight");
-  art.event("task_started", { title: spec.title, backend: spec.backend, cwd: spec.cwd });
-  const verifier: string[] = [];
-  const responses: string[] = [];
-  const tokens = { input: 0, output: 0 };
-  const dodInfo = (d: DodRun | undefined) => ({
-    command: spec.definition_of_done.command,
-    assertion: spec.definition_of_done.assertion,
-    passed: d?.passed ?? false,
-    exit_code: d?.exitCode ?? null,
-    output_tail: d?.outputTail ?? "",
-  });
-  const result: TaskResult = {
-    task_id: spec.task_id,
-    status: "error",
-    rounds: 0,
-    best_score: 0,
-    best_round: 0,
-    dod: dodInfo(undefined),
-    patch_file: null,
-    changed_files: [],
-    source_unchanged: null,
-    source_changes: [],
-    stop_reason: TaskStop.Error,
-    refusals: [],
-    tokens,
-    duration_ms: 0,
-  };
-  const logDod = (label: string, d: DodRun) => {
-    verifier.push(
-      `=== ${label}: ${d.passed ? "PASSED" : "FAILED"} exit=${d.exitCode} timed_out=${d.timedOut} ${d.durationMs} ms\n${d.output}`,
-    );
-    art.event("dod_run", { label, passed: d.passed, exit_code: d.exitCode, timed_out: d.timedOut });
-  };
-  const finish = (status: TaskState & TaskResult["status"], stop: string): TaskResult => {
-    result.status = status;
-    result.stop_reason = stop;
-    result.duration_ms = Date.now() - started;
-    art.writeText("verifier.log", `${verifier.join("\n\n")}\n`);
-    art.writeText("response.txt", `${responses.join("\n\n")}\n`);
-    art.writeJson("result.json", result);
-    art.event("task_finished", { status, stop_reason: stop });
-    art.status(status, { stop_reason: stop, rounds: result.rounds, best_score: result.best_score });
-    return result;
-  };
-
-  let before: SourceSnapshot | undefined;
-  let worktree: string | undefined;
-  let sandbox: CommandSandbox | undefined;
-  let best: Best | undefined;
+  const t = startTask(spec, opts);
+  let work: Work | undefined;
   try {
-    const repo = await preflightRepo(spec, runner);
-    if (!repo.ok) {
-      result.refusals = repo.refusals;
-      art.event("preflight_refused", { refusals: repo.refusals });
-      return finish("refused", TaskStop.Refused);
-    }
-    const outputInside = [spec.output_dir];
-    before = await snapshotSource(spec.cwd, outputInside, runner);
-    worktree = await worktrees.create(spec.cwd);
-    art.event("worktree_created", { path: worktree });
-    opts.onWorktree?.(worktree);
-    const wt = worktree;
-    sandbox = await commandSandbox(wt, spec.writable_paths, runner);
-    art.event("command_sandbox", {
-      protection: sandbox.protection,
-      reason: sandbox.reason,
-      writable: sandbox.writable,
+    const refused = await preflightStep(t);
+    if (refused) return refused;
+    const before = await snapshotSource(spec.cwd, [spec.output_dir], t.runner);
+    const confined = await prepareStep(t, (w) => {
+      work = w;
     });
-    const pre = await preflightDod(spec, wt, runner, sandbox);
-    logDod("preflight", pre.dod);
-    result.dod = dodInfo(pre.dod);
-    if (pre.refusal) {
-      result.refusals = [pre.refusal];
-      art.event("preflight_refused", { refusals: result.refusals });
-      return finish("refused", TaskStop.Refused);
-    }
-    art.status("running", { round: 0 });
-    best = { score: scoreRound(false, pre.dod.output), patch: "", round: 0, dod: pre.dod };
-    let last = pre.dod;
-    let lastPatch = "";
-    let prevKey: string | undefined;
-    let stop: string = TaskStop.MaxRounds;
-    const context = readContext(spec);
-    const tools = runnerTools({
-      worktree: wt,
-      source: spec.cwd,
-      allowlist: spec.allowlist,
-      protectedPaths: spec.protected_paths,
-      runner,
-      sandbox,
-      onRefusal: (tool, reason) => art.event("tool_refused", { tool, reason }),
-    });
-
-    for (let round = 1; round <= spec.max_rounds; round++) {
-      if (tokens.input + tokens.output >= TASK_MAX_TOKENS) {
-        stop = TaskStop.Budget;
-        break;
-      }
-      if (opts.signal?.aborted) {
-        stop = TaskStop.Cancelled;
-        break;
-      }
-      result.rounds = round;
-      art.event("round_started", { round });
-      art.status("running", { round });
-      let loop: ToolLoopResult | undefined;
-      let modelError: string | undefined;
-      try {
-        loop = await runToolLoop({
-          client: opts.client,
-          system: SYSTEM_PROMPT,
-          messages: [
-            {
-              role: "user",
-              content: roundPrompt({ spec, round, context, lastDod: last, bestScore: best.score }),
-            },
-          ],
-          tools,
-          limits: {
-            maxRounds: ROUND_MAX_MODEL_CALLS,
-            maxToolCalls: ROUND_MAX_TOOL_CALLS,
-            maxTokens: Math.min(ROUND_MAX_TOKENS, TASK_MAX_TOKENS - tokens.input - tokens.output),
-            timeoutMs: ROUND_TIMEOUT_MS,
-          },
-          ...(opts.signal ? { signal: opts.signal } : {}),
-          onEvent: (e) => {
-            if (e.type === "tool_result") {
-              art.event("tool_result", {
-                round,
-                name: e.name,
-                is_error: e.isError,
-                content: e.content.slice(0, 500),
-              });
-            } else if (e.type === "model_reply") {
-              art.event("model_reply", {
-                round,
-                tool_calls: e.toolCalls.map((c) => ({ name: c.name, args: c.args })),
-                text: e.text.slice(0, 500),
-              });
-            }
-          },
-        });
-        tokens.input += loop.usage.inputTokens;
-        tokens.output += loop.usage.outputTokens;
-        responses.push(`## Round ${round} (${loop.stopReason})\n${loop.summary ?? loop.finalText}`);
-      } catch (err) {
-        modelError = (err as Error).message;
-        art.event("model_error", { round, message: modelError });
-        responses.push(`## Round ${round} (model error)\n${modelError}`);
-      }
-      const prot = await restoreProtected(wt, spec.protected_paths, runner);
-      if (prot.changed.length > 0) art.event("protected_restored", { round, paths: prot.changed });
-      const dod = await runDod(spec, wt, {
-        runner,
-        sandbox,
-        ...(opts.signal ? { signal: opts.signal } : {}),
-      });
-      logDod(`round ${round}`, dod);
-      const patch = await diffAllowlisted(wt, spec.allowlist, runner);
-      const score = scoreRound(dod.passed, dod.output);
-      const improved = score >= best.score;
-      art.round({
-        round,
-        score,
-        dod_passed: dod.passed,
-        dod_exit_code: dod.exitCode,
-        loop_stop: loop?.stopReason ?? "model_error",
-        tool_calls: loop?.toolCalls ?? 0,
-        tokens: loop ? loop.usage.inputTokens + loop.usage.outputTokens : 0,
-        patch_hash: hashText(patch),
-        changed_files: patchPaths(patch),
-        protected_hash: prot.hash,
-        protected_restored: prot.changed,
-        kept: improved,
-      });
-      last = dod;
-      if (improved) best = { score, patch, round, dod };
-      else {
-        art.event("round_regressed", { round, score, best_score: best.score, best_round: best.round });
-        await restoreTo(wt, spec.allowlist, best.patch, runner);
-      }
-      if (dod.passed) {
-        stop = TaskStop.Passed;
-        break;
-      }
-      if (modelError !== undefined) {
-        stop = TaskStop.ModelError;
-        break;
-      }
-      if (loop?.stopReason === "cancelled") {
-        stop = TaskStop.Cancelled;
-        break;
-      }
-      const key = `${hashText(patch)}:${hashText(normaliseDodOutput(dod.output, [wt, spec.cwd]))}`;
-      if (key === prevKey && patch === lastPatch) {
-        stop = TaskStop.NoProgress;
-        break;
-      }
-      prevKey = key;
-      lastPatch = patch;
-    }
-
-    result.best_score = best.score;
-    result.best_round = best.round;
-    result.dod = dodInfo(best.dod);
-    const outside = pathsOutside(best.patch, spec.allowlist);
-    if (outside.length > 0) {
-      result.refusals = [
-        {
-          code: Refusal.OutsideAllowlist,
-          message: `the final diff touches paths outside the allowlist: ${outside.join(", ")}`,
-        },
-      ];
-      return finish("refused", TaskStop.Refused);
-    }
-    result.changed_files = patchPaths(best.patch);
-    if (best.patch !== "") {
-      art.writeText("patch", best.patch);
-      result.patch_file = art.path("patch");
-    }
-    art.writeText("hunk.md", hunkMarkdown(spec, best, result.changed_files));
-
-    await worktrees.remove(spec.cwd, wt);
-    art.event("worktree_removed", { path: wt });
-    worktree = undefined;
-    const after = await snapshotSource(spec.cwd, [spec.output_dir, wt], runner);
-    const changes = compareSnapshots(before, after);
-    result.source_unchanged = changes.length === 0;
-    result.source_changes = changes;
-    if (changes.length > 0) {
-      art.event("source_changed", { fields: changes });
-      return finish("failed", TaskStop.SourceChanged);
-    }
-    if (!best.dod.passed) return finish("failed", stop);
-    if (spec.apply_to_source) {
-      const applied: SourceApplyResult = await applyToSource(spec, best.patch, result.changed_files, runner);
-      if (applied.source_dod) logDod("source", applied.source_dod);
-      const { source_dod: _, ...fields } = applied;
-      Object.assign(result, fields);
-      art.event("source_applied", { ...fields });
-      if (applied.source_apply_error !== null) {
-        return finish(
-          "failed",
-          applied.source_patch_applied ? TaskStop.SourceDodFailed : TaskStop.SourceApplyFailed,
-        );
-      }
-    }
-    return finish("passed", stop);
+    const pre = await preflightDodStep(t, confined);
+    if (pre.refused) return pre.refused;
+    const { best, stop } = await roundsStep(t, confined, pre.dod);
+    const exportRefused = exportStep(t, best);
+    if (exportRefused) return exportRefused;
+    const ours = [confined.worktree.path];
+    work = undefined;
+    await removeWork(t, confined);
+    const verified = best.dod.passed ? await verifyStep(t, best) : undefined;
+    if (verified) ours.push(verified.path);
+    if (!(await proveSourceUnchanged(t, before, ours))) return finish(t, "failed", TaskStop.SourceChanged);
+    if (!best.dod.passed) return finish(t, "failed", stop);
+    if (!verified?.passed) return finish(t, "failed", TaskStop.FreshDodFailed);
+    const applyFailed = spec.apply_to_source ? await applyStep(t, best) : undefined;
+    return applyFailed ?? finish(t, "passed", stop);
   } catch (err) {
-    result.error = (err as Error).message;
-    art.event("task_error", { message: result.error });
-    return finish("error", TaskStop.Error);
+    t.result.error = t.redact((err as Error).message);
+    t.art.event("task_error", { message: t.result.error });
+    return finish(t, "error", TaskStop.Error);
   } finally {
-    sandbox?.dispose();
-    if (worktree !== undefined) {
-      await worktrees.remove(spec.cwd, worktree);
-      art.event("worktree_removed", { path: worktree });
-    }
+    if (work !== undefined) await removeWork(t, work);
   }
-}
-
-function hunkMarkdown(spec: TaskSpec, best: Best, files: readonly string[]): string {
-  const head = [
-    `# ${spec.task_id}: ${spec.title}`,
-    "",
-    `Best round: ${best.round}, score ${best.score}, DoD ${best.dod.passed ? "passed" : "failed"} (exit ${best.dod.exitCode}).`,
-    "",
-    `Changed files: ${files.length > 0 ? files.join(", ") : "(none)"}`,
-    "",
-  ];
-  return `${[...head, "```diff", best.patch.trimEnd(), "```"].join("\n")}\n`;
 }

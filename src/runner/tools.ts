@@ -10,6 +10,7 @@ import { type ProcessRunner, type RunRequest, realProcessRunner } from "../exec/
 import type { LoopTool } from "../model/index.js";
 import type { CommandSandbox } from "./confine.js";
 import { commandEnv } from "./dod.js";
+import { type PinnedRepo, pinnedGitRequest } from "./git.js";
 import { checkCommand } from "./guard.js";
 import {
   COMMAND_CAPTURE_BYTES,
@@ -23,12 +24,16 @@ import { resolveForRead, resolveForWrite } from "./paths.js";
 
 export interface ToolContext {
   worktree: string;
+  /** Ratchet's own git view of the worktree (search_code runs git through it, never the `.git` file). */
+  repo: PinnedRepo;
   source: string;
   allowlist: readonly string[];
   protectedPaths: readonly string[];
   runner?: ProcessRunner;
   /** Confines `run_command`'s writes (see confine.ts). Default: not confined. */
   sandbox?: Pick<CommandSandbox, "wrap">;
+  /** Masks known secrets in every result and error the model gets. Default: none. */
+  redact?: (text: string) => string;
   /** Told about every refusal (path or guard), for the events file. */
   onRefusal?: (tool: string, reason: string) => void;
 }
@@ -64,8 +69,30 @@ const editArgs = z.strictObject({
 const commandArgs = z.strictObject({ command: z.string().min(1) });
 const searchArgs = z.strictObject({ pattern: z.string().min(1) });
 
-/** The five tools for one worktree. */
+/** A tool whose result (or error) reaches the model only after `redact`. */
+function redacted(tool: LoopTool, redact: (text: string) => string): LoopTool {
+  return {
+    def: tool.def,
+    async execute(args, c) {
+      let out: unknown;
+      try {
+        out = await tool.execute(args, c);
+      } catch (err) {
+        throw new ToolRefusal(redact(err instanceof Error ? err.message : String(err)));
+      }
+      return redact(typeof out === "string" ? out : JSON.stringify(out));
+    },
+  };
+}
+
+/** The five tools for one worktree, their results and errors masked with `ctx.redact`. */
 export function runnerTools(ctx: ToolContext): LoopTool[] {
+  const tools = rawTools(ctx);
+  const redact = ctx.redact;
+  return redact ? tools.map((t) => redacted(t, redact)) : tools;
+}
+
+function rawTools(ctx: ToolContext): LoopTool[] {
   const runner = ctx.runner ?? realProcessRunner;
   const refuse = (tool: string, message: string): never => {
     ctx.onRefusal?.(tool, message);
@@ -217,7 +244,9 @@ export function runnerTools(ctx: ToolContext): LoopTool[] {
           : r.spawnError
             ? `not started: ${r.spawnError.message}`
             : `exit ${r.exitCode}`;
-        return `${status}\n${r.combined.slice(-OUTPUT_TAIL_CHARS)}`;
+        // masked before the cut, so the cut cannot split a secret out of the mask's reach
+        const output = ctx.redact ? ctx.redact(r.combined) : r.combined;
+        return `${status}\n${output.slice(-OUTPUT_TAIL_CHARS)}`;
       },
     },
     {
@@ -233,11 +262,13 @@ export function runnerTools(ctx: ToolContext): LoopTool[] {
       },
       async execute(raw, { signal }) {
         const a = parse(searchArgs, raw, "search_code");
+        // Ratchet's pinned git (private git dir and config): the worktree's `.git` file and
+        // whatever config a command wrote are never read, so grep runs no textconv or fsmonitor.
         const r = await runner.run({
-          command: "git",
-          args: ["grep", "-n", "-I", "-E", "--untracked", "-e", a.pattern],
-          cwd: ctx.worktree,
-          env: commandEnv(ctx.source),
+          ...pinnedGitRequest(
+            ["grep", "-n", "-I", "-E", "--untracked", "--no-textconv", "-e", a.pattern],
+            ctx.repo,
+          ),
           timeoutMs: TOOL_COMMAND_TIMEOUT_MS,
           maxCaptureBytes: COMMAND_CAPTURE_BYTES,
           signal,

@@ -4,42 +4,179 @@
  * worktree shares with its source (HEAD, status, refs, config, hooks, stash, worktree list).
  */
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { ProcessRunner } from "../exec/index.js";
 import { realProcessRunner } from "../exec/index.js";
-import { git, gitRun } from "./git.js";
+import { git, gitRun, PINNED_GIT_CONFIG, type PinnedRepo, pinnedGit, pinnedGitRun } from "./git.js";
 import { WORKTREE_PREFIX } from "./limits.js";
+
+/** A disposable worktree and the private git dir Ratchet's own git calls use for it. */
+export interface Worktree {
+  /** The worktree folder (its `.git` file points at `adminDir`, for the commands run in it). */
+  path: string;
+  /** `<source>/.git/worktrees/<name>`: commands may write there; Ratchet never reads it. */
+  adminDir: string;
+  /** What Ratchet's own git calls use (see {@link PinnedRepo}). */
+  git: PinnedRepo;
+}
 
 /** Creates and removes disposable worktrees of a source repository. */
 export interface Worktrees {
-  /** Creates a detached worktree of `HEAD` outside the source; returns its absolute path. */
-  create(source: string): Promise<string>;
-  /** Removes it (`git worktree remove --force`, then prune); never throws. */
-  remove(source: string, path: string): Promise<void>;
+  /** Creates a detached worktree of `HEAD` outside the source. */
+  create(source: string): Promise<Worktree>;
+  /** Removes it (the folder, its admin folder, the private git dir, then prune); never throws. */
+  remove(source: string, worktree: Worktree): Promise<void>;
 }
 
-/** The real adapter: git worktrees under `os.tmpdir()` named `ratchet-runner-<pid>-…`. */
+/**
+ * Source settings copied into the private config: how files are compared and written, never a
+ * program (no driver, hook, fsmonitor, pager or command). Read from the source before any
+ * command ran.
+ */
+const COPIED_CONFIG =
+  /^(core\.(autocrlf|eol|filemode|symlinks|ignorecase|precomposeunicode|safecrlf|checkroundtripencoding|quotepath)|extensions\.objectformat)$/;
+
+/** The private config: repository format, the copied source settings, then {@link PINNED_GIT_CONFIG}. Pure. */
+export function privateConfig(copied: readonly (readonly [string, string])[]): string {
+  const format = copied.find(([k]) => k === "extensions.objectformat")?.[1];
+  const sections = new Map<string, string[]>([
+    ["core", [`repositoryformatversion = ${format ? 1 : 0}`, "bare = false"]],
+  ]);
+  const put = (key: string, value: string) => {
+    const dot = key.lastIndexOf(".");
+    const section = key.slice(0, dot);
+    sections.set(section, [...(sections.get(section) ?? []), `${key.slice(dot + 1)} = ${value}`]);
+  };
+  for (const [k, v] of copied) put(k, JSON.stringify(v));
+  for (const c of PINNED_GIT_CONFIG) {
+    const eq = c.indexOf("=");
+    put(c.slice(0, eq), c.slice(eq + 1));
+  }
+  const lines = [
+    "# Written by Ratchet for its own git calls in one disposable worktree; nothing else writes it.",
+  ];
+  for (const [section, entries] of sections) lines.push(`[${section}]`, ...entries.map((e) => `\t${e}`));
+  return `${lines.join("\n")}\n`;
+}
+
+/**
+ * Makes the private git dir of a new worktree (see {@link PinnedRepo}) from the source's state
+ * (read now, before any command ran in the worktree) and fills its index from `commit`.
+ */
+async function makePrivateGitDir(
+  source: string,
+  gitDir: string,
+  workTree: string,
+  adminDir: string,
+  commit: string,
+  runner: ProcessRunner,
+): Promise<PinnedRepo> {
+  const objects = resolve(source, (await git(["rev-parse", "--git-path", "objects"], source, runner)).trim());
+  const exclude = resolve(
+    source,
+    (await git(["rev-parse", "--git-path", "info/exclude"], source, runner)).trim(),
+  );
+  const listed = await gitRun(["config", "-z", "--get-regexp", COPIED_CONFIG.source], source, runner);
+  const copied = listed.stdout
+    .split("\0")
+    .filter(Boolean)
+    .map((entry): [string, string] => {
+      const nl = entry.indexOf("\n");
+      return nl < 0 ? [entry, "true"] : [entry.slice(0, nl), entry.slice(nl + 1)];
+    });
+  mkdirSync(join(gitDir, "objects", "info"), { recursive: true, mode: 0o700 });
+  mkdirSync(join(gitDir, "refs", "heads"), { recursive: true });
+  mkdirSync(join(gitDir, "info"), { recursive: true });
+  writeFileSync(join(gitDir, "HEAD"), `${commit}\n`);
+  writeFileSync(join(gitDir, "objects", "info", "alternates"), `${objects}\n`);
+  writeFileSync(join(gitDir, "config"), privateConfig(copied));
+  writeFileSync(join(gitDir, "info", "exclude"), existsSync(exclude) ? readFileSync(exclude) : "");
+  const repo = { gitDir, workTree };
+  // The index `git worktree add` just wrote (nothing else has written there yet) has the stat
+  // data of every checked-out file: a copy saves hashing them all again. When it cannot be used
+  // here (e.g. a split index whose shared part stays in the admin folder), build it from HEAD.
+  const index = join(gitDir, "index");
+  const fromAdmin = join(adminDir, "index");
+  if (existsSync(fromAdmin)) copyFileSync(fromAdmin, index);
+  const refresh = await pinnedGitRun(["update-index", "-q", "--refresh"], repo, runner);
+  if (!existsSync(index) || refresh.exitCode === 128) {
+    rmSync(index, { force: true });
+    await pinnedGit(["read-tree", "HEAD"], repo, runner);
+    // stat data for the checked-out files (a failure only makes later diffs compare contents)
+    await pinnedGitRun(["update-index", "-q", "--refresh"], repo, runner);
+  }
+  return repo;
+}
+
+/**
+ * The real adapter: git worktrees under `os.tmpdir()` named `ratchet-runner-<pid>-…/wt`, with the
+ * private git dir beside them (`…/git`). The source's hooks do not run for Ratchet's worktree.
+ */
 export function gitWorktrees(runner: ProcessRunner = realProcessRunner): Worktrees {
   return {
     async create(source) {
       const parent = mkdtempSync(join(realpathSync(tmpdir()), `${WORKTREE_PREFIX}${process.pid}-`));
       const path = join(parent, "wt");
       try {
-        await git(["worktree", "add", "--detach", path, "HEAD"], source, runner);
+        const commit = (await git(["rev-parse", "--verify", "HEAD^{commit}"], source, runner)).trim();
+        await git(
+          [
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "core.fsmonitor=false",
+            "worktree",
+            "add",
+            "--detach",
+            path,
+            commit,
+          ],
+          source,
+          runner,
+        );
+        // Read once, now, while nothing but git has written in the worktree.
+        const adminDir = (await git(["rev-parse", "--absolute-git-dir"], path, runner)).trim();
+        try {
+          const repo = await makePrivateGitDir(source, join(parent, "git"), path, adminDir, commit, runner);
+          return { path, adminDir, git: repo };
+        } catch (err) {
+          await removeWorktree(source, path, adminDir, runner);
+          throw err;
+        }
       } catch (err) {
         rmSync(parent, { recursive: true, force: true });
         throw err;
       }
-      return path;
     },
-    async remove(source, path) {
-      await gitRun(["worktree", "remove", "--force", path], source, runner);
-      rmSync(resolve(path, ".."), { recursive: true, force: true });
-      await gitRun(["worktree", "prune"], source, runner);
+    async remove(source, wt) {
+      await removeWorktree(source, wt.path, wt.adminDir, runner);
+      rmSync(resolve(wt.path, ".."), { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Removes a worktree without letting git read its admin folder (a command may have rewritten it):
+ * the folders are deleted directly (symlinks in them are unlinked, never followed), then
+ * `git worktree prune` drops nothing but the now-missing entry.
+ */
+async function removeWorktree(source: string, path: string, adminDir: string, runner: ProcessRunner) {
+  rmSync(path, { recursive: true, force: true });
+  rmSync(adminDir, { recursive: true, force: true });
+  await gitRun(["worktree", "prune"], source, runner);
 }
 
 /** What a worktree could change in its source without `git status` noticing. */
