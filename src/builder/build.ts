@@ -18,12 +18,11 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { BridgeConfig } from "../bridge/index.js";
 import { type Clock, ErrorCode, RatchetError, systemClock } from "../core/index.js";
-import type { ProcessRunner } from "../exec/index.js";
+import { detectSandbox, type ProcessRunner, type SandboxInfo } from "../exec/index.js";
 import type { ModelClient } from "../model/index.js";
 import {
   type BridgeProvider,
   dependencyDirs,
-  detectSandbox,
   ExecutionMode,
   isOrchestrator,
   type LearnedStepResult,
@@ -37,7 +36,6 @@ import {
   resolveSecrets,
   resolveVariables,
   runLearnedStep,
-  type SandboxInfo,
   savedScript,
   stepCodeDir,
   stepOutputDir,

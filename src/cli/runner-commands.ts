@@ -241,7 +241,7 @@ export async function runnerDoctor(o: { json?: boolean }): Promise<number> {
       });
     }
   }
-  const { detectSandbox } = await import("../workflow/sandbox.js");
+  const { detectSandbox } = await import("../exec/index.js");
   const sandbox = await detectSandbox({ languages: ["python"], refresh: true });
   const confined = sandbox.python === "landlock";
   checks.push({

@@ -27,3 +27,6 @@ export const STREAM_CLOSE_GRACE_MS = 500;
  * in milliseconds. Only reached when a process cannot die (e.g. stuck in uninterruptible I/O).
  */
 export const POST_KILL_WAIT_MS = 5000;
+
+/** Time limit of one sandbox or tool probe (`bwrap … true`, `python3 --version`), in milliseconds. */
+export const PROBE_TIMEOUT_MS = 10_000;

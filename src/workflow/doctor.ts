@@ -3,9 +3,17 @@
  * Required: python3 (learned scripts) and git (the runner). Optional: ratchet-confine (built by
  * `npm run build`; Landlock write scope for Python) and bwrap (bubblewrap, the fallback).
  */
-import { buildEnv, type ProcessRunner, realProcessRunner } from "../exec/index.js";
-import { PROBE_TIMEOUT_MS } from "./run-limits.js";
-import { CONFINE_FILE, detectSandbox, findConfine, findExecutable, type SandboxInfo } from "./sandbox.js";
+import {
+  buildEnv,
+  CONFINE_FILE,
+  detectSandbox,
+  findConfine,
+  findExecutable,
+  PROBE_TIMEOUT_MS,
+  type ProcessRunner,
+  realProcessRunner,
+  type SandboxInfo,
+} from "../exec/index.js";
 
 export interface ToolReport {
   name: string;

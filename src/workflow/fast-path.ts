@@ -39,7 +39,7 @@ import {
 import { recordScriptRun, SCRIPT_METADATA_FILE } from "./metadata.js";
 import { classifyScriptRun, describeScriptFailure, type FailureReason } from "./outcomes.js";
 import { ERROR_MAX_ISSUES, ERROR_TAIL_BYTES, STEP_MAX_CAPTURE_BYTES } from "./run-limits.js";
-import { findExecutable, isSandboxSetupFailure, type SandboxInfo, wrapCommand } from "./sandbox.js";
+import { findExecutable, isSandboxSetupFailure, type SandboxInfo, wrapCommand } from "../exec/index.js";
 import { StepOutcome, type ValidationResult, type Workflow, type WorkflowStep } from "./types.js";
 import { validateOutputs } from "./validation.js";
 

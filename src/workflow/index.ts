@@ -85,14 +85,6 @@ export type { RunStepOutcome, StepEvidence, WorkflowRunRow, WorkflowStepRunRow }
 export { RunStatus, RunStore, summariseEvidence } from "./run-store.js";
 export type { RunContext, RunProgress, RunReport, RunWorkflowOptions, StepReport } from "./runs.js";
 export { RunTrigger, runWorkflow } from "./runs.js";
-export type { SandboxInfo, ScriptCommand, WrappedCommand } from "./sandbox.js";
-export {
-  detectSandbox,
-  findExecutable,
-  nodeHasNetPermission,
-  sandboxDisabled,
-  wrapCommand,
-} from "./sandbox.js";
 export {
   loadWorkflow,
   normaliseSecretName,

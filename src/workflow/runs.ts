@@ -34,7 +34,7 @@ import { RunBridge } from "./run-bridge.js";
 import { DEFAULT_STEP_TIMEOUT_SECONDS, LEASE_MARGIN_SECONDS } from "./run-limits.js";
 import { dependencyDirs, ledgerType, recordStep, runLearnedStepSafely } from "./run-steps.js";
 import { RunStatus, type RunStepOutcome, RunStore } from "./run-store.js";
-import { detectSandbox, type SandboxInfo, type ScriptLanguage } from "./sandbox.js";
+import { detectSandbox, type SandboxInfo, type ScriptLanguage } from "../exec/index.js";
 import { resolveSecrets, resolveVariables } from "./secrets.js";
 import { ExecutionMode, StepOutcome, type Workflow, type WorkflowStep } from "./types.js";
 

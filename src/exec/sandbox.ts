@@ -24,8 +24,10 @@
 import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { delimiter, isAbsolute, join } from "node:path";
 import { findAbove } from "../core/index.js";
-import { buildEnv, type ProcessRunner, realProcessRunner } from "../exec/index.js";
-import { PROBE_TIMEOUT_MS } from "./run-limits.js";
+import { buildEnv } from "./env.js";
+import { PROBE_TIMEOUT_MS } from "./limits.js";
+import { realProcessRunner } from "./process-runner.js";
+import type { ProcessRunner } from "./types.js";
 
 export type ScriptLanguage = "python" | "javascript";
 export type PythonProtection = "landlock" | "bubblewrap" | "none";
@@ -102,8 +104,8 @@ const CONFINE_CANDIDATES = [join("native", CONFINE_FILE), join("dist", "native",
 let confineFound: string | null | undefined;
 
 /**
- * The built `ratchet-confine`, found by walking up from this module (it works from `src/workflow/`
- * in tests, `dist/workflow/` and the bundle in `dist/bundle/`), or undefined when it was not built.
+ * The built `ratchet-confine`, found by walking up from this module (it works from `src/exec/`
+ * in tests, `dist/exec/` and the bundle in `dist/bundle/`), or undefined when it was not built.
  */
 export function findConfine(): string | undefined {
   if (confineFound === undefined)
@@ -164,7 +166,7 @@ function bwrapArgs(
 
 /**
  * `ratchet-confine`'s command line: `command` may write only under `writable` (folders) and to
- * `/dev/null`. Used for learned scripts here and for the runner's commands (runner/confine.ts).
+ * `/dev/null`. Used for learned scripts here and for the runner's commands (command-sandbox.ts).
  */
 export function confineArgs(writable: readonly string[], command: readonly string[]): string[] {
   return [...writable.flatMap((d) => ["--write", d]), "--write-file", "/dev/null", "--", ...command];

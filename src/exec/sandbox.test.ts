@@ -4,8 +4,8 @@ import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runProcess } from "../exec/index.js";
 import { waitGone } from "../testing/processes.js";
+import { runProcess } from "./index.js";
 import {
   allowedPythonLaunchers,
   detectSandbox,
