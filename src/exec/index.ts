@@ -7,8 +7,21 @@ export type { CaptureSnapshot } from "./capture.js";
 export { HeadTailCapture } from "./capture.js";
 export type { CommandSandbox } from "./command-sandbox.js";
 export { commandSandbox } from "./command-sandbox.js";
+export type { ConfineFeatures, Confinement, Door, Guarantee, Launcher, SuperviseMode } from "./door.js";
+export {
+  compileConfinement,
+  enforcedBy,
+  GUARANTEES,
+  LAUNCHER_TIMEOUT_EXIT,
+  launcherFlags,
+  launcherTimedOut,
+  parseProbe,
+  Supervise,
+} from "./door.js";
 export type { BuildEnvOptions } from "./env.js";
 export { buildEnv, MINIMAL_ENV_KEYS } from "./env.js";
+export type { Interpreter } from "./interpreters.js";
+export { resolveNode, resolvePython } from "./interpreters.js";
 export {
   DEFAULT_EXEC_TIMEOUT_MS,
   DEFAULT_KILL_GRACE_MS,
@@ -20,6 +33,14 @@ export {
 export type { KillAllOptions } from "./process-group.js";
 export { killAllRunning, runningCount } from "./process-group.js";
 export { realProcessRunner, runProcess } from "./process-runner.js";
+export type { ForbiddenReads, ReadRootsInput, SandboxConfig } from "./read-roots.js";
+export {
+  ETC_READ_ROOTS,
+  loadSandboxConfig,
+  parseSandboxConfig,
+  readRoots,
+  SYSTEM_READ_ROOTS,
+} from "./read-roots.js";
 export type {
   DetectSandboxOptions,
   JavascriptProtection,
@@ -33,12 +54,16 @@ export {
   allowedPythonLaunchers,
   CONFINE_FILE,
   confineArgs,
+  confineLauncher,
   detectSandbox,
   findConfine,
   findExecutable,
   isSandboxSetupFailure,
   nodeHasNetPermission,
   sandboxDisabled,
+  scriptConfinement,
+  supervisorLauncher,
   wrapCommand,
 } from "./sandbox.js";
+export { isAlive, STEP_DIR_PREFIX, stepDirPrefix, sweepStaleDirs } from "./stale-dirs.js";
 export type { OmittedBytes, ProcessRunner, RunRequest, RunResult } from "./types.js";

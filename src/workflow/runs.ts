@@ -13,6 +13,7 @@ import { join } from "node:path";
 import type { BridgeConfig } from "../bridge/index.js";
 import { type Clock, systemClock } from "../core/index.js";
 import type { ProcessRunner } from "../exec/index.js";
+import { detectSandbox, type SandboxInfo, type ScriptLanguage } from "../exec/index.js";
 import type { Ledger } from "../ledger/index.js";
 import { cachedReviewer } from "../review/cache.js";
 import type { SqliteStore, Workspace } from "../store/index.js";
@@ -34,7 +35,6 @@ import { RunBridge } from "./run-bridge.js";
 import { DEFAULT_STEP_TIMEOUT_SECONDS, LEASE_MARGIN_SECONDS } from "./run-limits.js";
 import { dependencyDirs, ledgerType, recordStep, runLearnedStepSafely } from "./run-steps.js";
 import { RunStatus, type RunStepOutcome, RunStore } from "./run-store.js";
-import { detectSandbox, type SandboxInfo, type ScriptLanguage } from "../exec/index.js";
 import { resolveSecrets, resolveVariables } from "./secrets.js";
 import { ExecutionMode, StepOutcome, type Workflow, type WorkflowStep } from "./types.js";
 
