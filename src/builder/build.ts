@@ -18,7 +18,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { BridgeConfig } from "../bridge/index.js";
 import { type Clock, ErrorCode, RatchetError, systemClock } from "../core/index.js";
-import { detectSandbox, type ProcessRunner, type SandboxInfo } from "../exec/index.js";
+import type { ProcessRunner } from "../exec/index.js";
 import type { ModelClient } from "../model/index.js";
 import {
   type BridgeProvider,
@@ -29,12 +29,11 @@ import {
   learningsDir,
   newRunId,
   type OrchestratorContext,
+  prepareRunSetup,
   RunBridge,
   type RunContext,
   RunStore,
   resolveMode,
-  resolveSecrets,
-  resolveVariables,
   runLearnedStep,
   savedScript,
   stepCodeDir,
@@ -147,13 +146,19 @@ export async function buildStep(
   const env = opts.env ?? process.env;
   const clock = opts.clock ?? systemClock;
   const now = () => new Date(clock.now());
-  const variables = resolveVariables(wf, { cli: opts.vars ?? {}, group: opts.group, env });
-  const secrets = resolveSecrets(wf, {
-    env,
-    secretsFile: opts.secretsFile ?? join(ctx.workspace.dir, "secrets"),
-  });
   const redactor = ctx.ledger.redactor;
-  for (const [k, v] of Object.entries(secrets)) redactor.add(k, v);
+  // The same set-up as a run (workflow/run-setup.ts): nothing is written before it succeeded.
+  const { variables, secrets, sandbox, readPolicy, timeoutSeconds } = await prepareRunSetup({
+    workflow: wf,
+    workspaceDir: ctx.workspace.dir,
+    redactor,
+    languages: ["python"],
+    vars: opts.vars,
+    group: opts.group,
+    env,
+    secretsFile: opts.secretsFile,
+    stepTimeoutSeconds: opts.stepTimeoutSeconds,
+  });
   const runId = newRunId(clock.now());
   const runs = new RunStore(ctx.store);
   const deps = dependencyDirs(wf, runId, step, [], new Map(), runs);
@@ -161,14 +166,12 @@ export async function buildStep(
     throw new RatchetError(ErrorCode.NotFound, `cannot build step ${stepId}: ${deps.blocked}; run it first`, {
       stepId,
     });
-  const sandbox: SandboxInfo = await detectSandbox({ languages: ["python"], env });
   const home = workflowHome(wf);
   const _savedDir = learningsDir(wf, stepId);
   const outputDir = stepOutputDir(wf, runId, stepId);
   const codeDir = stepCodeDir(wf, runId, stepId);
   const locked = step.agent_configs.lock_code === true;
   const access = step.agent_configs.learnings_access ?? wf.defaults.learnings_access ?? "read";
-  const timeoutSeconds = opts.stepTimeoutSeconds ?? 600;
 
   // An orchestrator's script is tried with real sub-agents: its bridge serves call_sub_agent, and
   // the sub-agents' tokens count toward the attempt that ran the script.
@@ -208,6 +211,7 @@ export async function buildStep(
     timeoutSeconds,
     groupName: opts.group ?? null,
     sandbox,
+    readPolicy,
     redactor,
     clock,
     ...(opts.signal ? { signal: opts.signal } : {}),

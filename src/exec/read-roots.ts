@@ -167,9 +167,9 @@ export function parseSandboxConfig(raw: unknown, forbid: ForbiddenReads): Sandbo
 }
 
 /**
- * Reads the `sandbox` section of `<workspaceDir>/config.json` (absent file or section: no extra
- * roots).
- * @throws RatchetError `malformed_input` for a file that is not JSON; `invalid_value` naming the field.
+ * Reads the `sandbox` section of `<workspaceDir>/config.json` (absent or unparsable file, absent
+ * section: no extra roots).
+ * @throws RatchetError `invalid_value` naming the field.
  */
 export function loadSandboxConfig(
   workspaceDir: string,
@@ -185,10 +185,10 @@ export function loadSandboxConfig(
   let json: unknown;
   try {
     json = JSON.parse(text);
-  } catch (e) {
-    throw new RatchetError(ErrorCode.MalformedInput, `${path} is not valid JSON: ${(e as Error).message}`, {
-      file: path,
-    });
+  } catch {
+    // Not JSON: no extra roots (the defaults are the stricter choice); the bridge, which needs the
+    // file, reports the error where it is used.
+    return { readRoots: [] };
   }
   const section =
     typeof json === "object" && json !== null ? (json as { sandbox?: unknown }).sandbox : undefined;

@@ -80,6 +80,8 @@ export {
   PROMOTION_MIN_SUCCESSES,
   STEP_MAX_CAPTURE_BYTES,
 } from "./run-limits.js";
+export type { RunSetup, RunSetupInput } from "./run-setup.js";
+export { prepareRunSetup } from "./run-setup.js";
 export { dependencyDirs } from "./run-steps.js";
 export type { RunStepOutcome, StepEvidence, WorkflowRunRow, WorkflowStepRunRow } from "./run-store.js";
 export { RunStatus, RunStore, summariseEvidence } from "./run-store.js";

@@ -12,8 +12,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import type { BridgeConfig } from "../bridge/index.js";
 import { type Clock, systemClock } from "../core/index.js";
-import type { ProcessRunner } from "../exec/index.js";
-import { detectSandbox, type SandboxInfo, type ScriptLanguage } from "../exec/index.js";
+import type { ProcessRunner, SandboxInfo, ScriptLanguage } from "../exec/index.js";
 import type { Ledger } from "../ledger/index.js";
 import { cachedReviewer } from "../review/cache.js";
 import type { SqliteStore, Workspace } from "../store/index.js";
@@ -33,9 +32,9 @@ import { resolveMode } from "./modes.js";
 import { executionOrder, selectSteps } from "./order.js";
 import { RunBridge } from "./run-bridge.js";
 import { DEFAULT_STEP_TIMEOUT_SECONDS, LEASE_MARGIN_SECONDS } from "./run-limits.js";
+import { prepareRunSetup } from "./run-setup.js";
 import { dependencyDirs, ledgerType, recordStep, runLearnedStepSafely } from "./run-steps.js";
 import { RunStatus, type RunStepOutcome, RunStore } from "./run-store.js";
-import { resolveSecrets, resolveVariables } from "./secrets.js";
 import { ExecutionMode, StepOutcome, type Workflow, type WorkflowStep } from "./types.js";
 
 /** How a run was started. */
@@ -140,28 +139,14 @@ export async function runWorkflow(
 ): Promise<RunReport> {
   const env = opts.env ?? process.env;
   const clock = opts.clock ?? systemClock;
-  const timeoutSeconds = opts.stepTimeoutSeconds ?? DEFAULT_STEP_TIMEOUT_SECONDS;
   const trigger = opts.trigger ?? RunTrigger.Manual;
-
-  // Everything that can refuse the run happens before anything is recorded.
-  const variables = resolveVariables(wf, { cli: opts.vars ?? {}, group: opts.group, env });
-  const secrets = resolveSecrets(wf, {
-    env,
-    secretsFile: opts.secretsFile ?? join(ctx.workspace.dir, "secrets"),
-  });
   const redactor = ctx.ledger.redactor;
-  for (const [k, v] of Object.entries(secrets)) redactor.add(k, v);
   const order = executionOrder(wf.steps);
   const selected = selectSteps(order, opts.only);
   const byId = new Map(wf.steps.map((s) => [s.id, s]));
   const modes = new Map(
     selected.map((id) => [id, resolveMode(byId.get(id) as WorkflowStep, wf.defaults).mode]),
   );
-
-  const recovered = recoverInterruptedRuns(ctx).map((r) => r.run_id);
-  const runs = new RunStore(ctx.store);
-  // Reports of unchanged scripts come from the workspace's review cache (see review/cache.ts).
-  const review = cachedReviewer(join(ctx.workspace.dir, "cache", "review"));
 
   // Probe only the sandboxes this run needs.
   const languages = new Set<ScriptLanguage>();
@@ -170,7 +155,23 @@ export async function runWorkflow(
     const lang = savedLanguage(wf, id);
     if (lang) languages.add(lang);
   }
-  const sandbox = await detectSandbox({ languages: [...languages], env });
+  // Everything that can refuse the run happens before anything is recorded.
+  const { variables, secrets, sandbox, readPolicy, timeoutSeconds } = await prepareRunSetup({
+    workflow: wf,
+    workspaceDir: ctx.workspace.dir,
+    redactor,
+    languages: [...languages],
+    vars: opts.vars,
+    group: opts.group,
+    env,
+    secretsFile: opts.secretsFile,
+    stepTimeoutSeconds: opts.stepTimeoutSeconds,
+  });
+
+  const recovered = recoverInterruptedRuns(ctx).map((r) => r.run_id);
+  const runs = new RunStore(ctx.store);
+  // Reports of unchanged scripts come from the workspace's review cache (see review/cache.ts).
+  const review = cachedReviewer(join(ctx.workspace.dir, "cache", "review"));
 
   const runId = newRunId(clock.now());
   const owner = `${process.pid}@${hostname()}`;
@@ -302,6 +303,7 @@ export async function runWorkflow(
         timeoutSeconds,
         groupName: opts.group ?? null,
         sandbox,
+        readPolicy,
         redactor,
         clock,
         ...(opts.signal ? { signal: opts.signal } : {}),
