@@ -182,7 +182,9 @@ function supervise(
     // The run resolves only once nothing of its group is running (ARCHITECTURE.md, "Leftovers").
     const drained =
       pid !== undefined && (killStage > 0 || streamsHeldOpen || c.killGroupOnExit)
-        ? drainGroup(pid, c.killGraceMs, { alreadyTerminated: killStage === 1, killNow: killStage === 2 })
+        ? // A time-out or cancellation keeps its SIGTERM grace; leftovers of a leader that exited on
+          // its own are SIGKILLed at once (they have no claim to a grace: the run is over).
+          drainGroup(pid, c.killGraceMs, { alreadyTerminated: killStage === 1, killNow: killStage !== 1 })
         : Promise.resolve();
     void drained.then(settleNow);
   }
