@@ -5,8 +5,10 @@
 
 export type { CaptureSnapshot } from "./capture.js";
 export { HeadTailCapture } from "./capture.js";
-export type { CommandSandbox } from "./command-sandbox.js";
-export { commandSandbox } from "./command-sandbox.js";
+export type { CommandSandbox, CommandSandboxOptions } from "./command-sandbox.js";
+export { commandSandbox, RUNNER_DIR_PREFIX } from "./command-sandbox.js";
+export type { ConfinePathOptions } from "./confine-path.js";
+export { confinePath, PathRefused } from "./confine-path.js";
 export type { ConfineFeatures, Confinement, Door, Guarantee, Launcher, SuperviseMode } from "./door.js";
 export {
   compileConfinement,
