@@ -157,3 +157,22 @@ describe("launcherTimedOut and enforcedBy", () => {
     );
   });
 });
+
+describe("guaranteeReport", () => {
+  it("names every guarantee with what enforces it or the fallback", async () => {
+    const { formatGuarantees, guaranteeReport } = await import("./guarantees.js");
+    const v1 = guaranteeReport({ kind: "ratchet-confine", path: "/c", features: V1 });
+    expect(v1.map((g) => [g.guarantee, g.enforced])).toEqual([
+      ["writes", true],
+      ["reads", false],
+      ["metadata", false],
+      ["signals", true],
+      ["proc", false],
+      ["supervision", false],
+    ]);
+    const none = guaranteeReport({ kind: "none", reason: "ratchet-confine was not built" });
+    expect(none.every((g) => !g.enforced)).toBe(true);
+    expect(none[0]?.detail).toContain("ratchet-confine was not built");
+    expect(formatGuarantees(v1)[1]).toMatch(/^NOT {6}reads/);
+  });
+});

@@ -22,6 +22,8 @@ export {
 } from "./door.js";
 export type { BuildEnvOptions } from "./env.js";
 export { buildEnv, MINIMAL_ENV_KEYS } from "./env.js";
+export type { GuaranteeReport } from "./guarantees.js";
+export { formatGuarantees, guaranteeReport } from "./guarantees.js";
 export type { Interpreter } from "./interpreters.js";
 export { resolveNode, resolvePython } from "./interpreters.js";
 export {
