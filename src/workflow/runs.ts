@@ -30,6 +30,7 @@ import { newRunId, stepOutputDir, workflowHome } from "./layout.js";
 import { isOrchestrator, type ModelStepRunner, type OrchestratorContext } from "./model-step.js";
 import { resolveMode } from "./modes.js";
 import { executionOrder, selectSteps } from "./order.js";
+import { type OutputSeal, sealBroken, sealOutputs } from "./output-seal.js";
 import { RunBridge } from "./run-bridge.js";
 import { DEFAULT_STEP_TIMEOUT_SECONDS, LEASE_MARGIN_SECONDS } from "./run-limits.js";
 import { prepareRunSetup } from "./run-setup.js";
@@ -214,6 +215,17 @@ export async function runWorkflow(
 
   const reports: StepReport[] = [];
   const outcomeOf = new Map<string, RunStepOutcome>();
+  // The validated outputs of this run's passed steps (output-seal.ts), checked before a dependent starts.
+  const seals = new Map<string, OutputSeal>();
+  const brokenSeal = (step: WorkflowStep): string | undefined => {
+    for (const dep of step.context_dependencies ?? []) {
+      const seal = seals.get(dep);
+      const broken = seal && sealBroken(stepOutputDir(wf, runId, dep), seal);
+      if (broken)
+        return `harness failure: the outputs of ${dep} changed after validation (${broken}); this step did not run`;
+    }
+    return undefined;
+  };
   const leaseSeconds = timeoutSeconds + LEASE_MARGIN_SECONDS;
   let cancelled = false;
   // The orchestrator step running now: `call_sub_agent` delegates on its behalf.
@@ -309,12 +321,15 @@ export async function runWorkflow(
         ...(opts.signal ? { signal: opts.signal } : {}),
         ...(opts.runner ? { runner: opts.runner } : {}),
       });
-      if (cancelled || opts.signal?.aborted || "blocked" in deps) await discard(prepared);
+      const sealProblem = "blocked" in deps ? undefined : brokenSeal(step);
+      if (cancelled || opts.signal?.aborted || "blocked" in deps || sealProblem) await discard(prepared);
       if (cancelled || opts.signal?.aborted) {
         cancelled = true;
         result = notRun(StepOutcome.Skipped, "the run was cancelled before this step started");
       } else if ("blocked" in deps) {
         result = notRun(StepOutcome.Skipped, deps.blocked);
+      } else if (sealProblem !== undefined) {
+        result = notRun(StepOutcome.HarnessFailed, sealProblem);
       } else if (
         (mode !== ExecutionMode.LearnCode || isOrchestrator(step)) &&
         (opts.modelSteps === undefined || opts.modelSteps.unavailable !== undefined)
@@ -387,6 +402,8 @@ export async function runWorkflow(
         if (opts.signal?.aborted) cancelled = true;
       }
       outcomeOf.set(id, result.outcome);
+      if (result.outcome === StepOutcome.Passed && result.fastPath)
+        seals.set(id, sealOutputs(stepOutputDir(wf, runId, id)));
       const bridgeLog = runBridge?.takeLog() ?? [];
       const log =
         bridgeLog.length > 0 ? `${result.log}\n--- tool bridge ---\n${bridgeLog.join("\n")}` : result.log;
