@@ -20,7 +20,6 @@ import {
   type BridgeEndpoint,
   type BridgeProvider,
   type LearnedStepResult,
-  notRun,
   type PreparedStep,
   prepareLearnedStep,
   savedLanguage,
@@ -33,9 +32,10 @@ import { executionOrder, selectSteps } from "./order.js";
 import { type OutputSeal, sealBroken, sealOutputs } from "./output-seal.js";
 import { RunBridge } from "./run-bridge.js";
 import { DEFAULT_STEP_TIMEOUT_SECONDS, LEASE_MARGIN_SECONDS } from "./run-limits.js";
+import { planSteps, runEnding, stepReport, whyNotRun } from "./run-report.js";
 import { prepareRunSetup } from "./run-setup.js";
-import { dependencyDirs, ledgerType, recordStep, runLearnedStepSafely } from "./run-steps.js";
-import { RunStatus, type RunStepOutcome, RunStore } from "./run-store.js";
+import { dependencyDirs, recordStep, runLearnedStepSafely } from "./run-steps.js";
+import { type RunStatus, type RunStepOutcome, RunStore } from "./run-store.js";
 import { ExecutionMode, StepOutcome, type Workflow, type WorkflowStep } from "./types.js";
 
 /** How a run was started. */
@@ -180,15 +180,7 @@ export async function runWorkflow(
     const plan = ctx.ledger.publish(
       {
         goal: `run ${wf.id} ${runId}`,
-        steps: selected.map((id) => {
-          const step = byId.get(id) as WorkflowStep;
-          const mode = modes.get(id) as ExecutionMode;
-          return {
-            title: `${id} (${mode})`,
-            type: ledgerType(mode),
-            description: step.description,
-          };
-        }),
+        steps: planSteps(selected, byId, modes),
       },
       { kind: "workflow_run", cwd: workflowHome(wf) },
     );
@@ -321,24 +313,20 @@ export async function runWorkflow(
         ...(opts.signal ? { signal: opts.signal } : {}),
         ...(opts.runner ? { runner: opts.runner } : {}),
       });
+      const depDirs = "blocked" in deps ? [] : deps.dirs;
       const sealProblem = "blocked" in deps ? undefined : brokenSeal(step);
       if (cancelled || opts.signal?.aborted || "blocked" in deps || sealProblem) await discard(prepared);
-      if (cancelled || opts.signal?.aborted) {
-        cancelled = true;
-        result = notRun(StepOutcome.Skipped, "the run was cancelled before this step started");
-      } else if ("blocked" in deps) {
-        result = notRun(StepOutcome.Skipped, deps.blocked);
-      } else if (sealProblem !== undefined) {
-        result = notRun(StepOutcome.HarnessFailed, sealProblem);
-      } else if (
-        (mode !== ExecutionMode.LearnCode || isOrchestrator(step)) &&
-        (opts.modelSteps === undefined || opts.modelSteps.unavailable !== undefined)
-      ) {
-        const why = opts.modelSteps?.unavailable ?? "no model is configured for this run";
-        result = notRun(
-          StepOutcome.NeedsModel,
-          `step ${id} ${mode === ExecutionMode.LearnCode ? "is an orchestrator whose sub-agents" : `runs in ${mode} mode and`} needs a model: ${why}`,
-        );
+      if (opts.signal?.aborted) cancelled = true;
+      const notRunning = whyNotRun({
+        step,
+        mode,
+        cancelled,
+        blocked: "blocked" in deps ? deps.blocked : undefined,
+        sealProblem,
+        modelSteps: opts.modelSteps,
+      });
+      if (notRunning) {
+        result = notRunning;
       } else if (mode !== ExecutionMode.LearnCode) {
         ctx.store.tx(() => {
           ctx.ledger.start({
@@ -349,7 +337,7 @@ export async function runWorkflow(
           runs.startStep(runId, id, { fast_path: false });
         });
         const modelSteps = opts.modelSteps as ModelStepRunner;
-        const r = await modelSteps.runStep({ ...stepInput(deps.dirs), mode });
+        const r = await modelSteps.runStep({ ...stepInput(depDirs), mode });
         tokens = r.tokens;
         result = r;
         if (opts.signal?.aborted) cancelled = true;
@@ -382,7 +370,7 @@ export async function runWorkflow(
             ...(opts.signal ? { signal: opts.signal } : {}),
           };
         result = await runLearnedStepSafely({
-          ...stepInput(deps.dirs),
+          ...stepInput(depDirs),
           review,
           deferMetadata: true,
           whileRunning: () => {
@@ -408,20 +396,15 @@ export async function runWorkflow(
       const log =
         bridgeLog.length > 0 ? `${result.log}\n--- tool bridge ---\n${bridgeLog.join("\n")}` : result.log;
 
-      const report: StepReport = {
-        step_id: id,
-        ledger_step_id: ledgerStepId,
+      const report = stepReport({
+        id,
+        ledgerStepId,
         mode,
-        fast_path: result.fastPath,
-        outcome: result.outcome,
-        exit_code: result.exitCode,
-        duration_ms: result.durationMs === null ? null : Math.round(result.durationMs),
+        result,
         tokens,
-        error: result.error === null ? null : redactor.redact(result.error),
-        write_protection: result.protection,
-        metadata_recorded: result.metadataRecorded,
-        output_dir: result.fastPath ? stepOutputDir(wf, runId, id) : null,
-      };
+        outputDir: stepOutputDir(wf, runId, id),
+        redactor,
+      });
       recordStep(ctx, runs, runId, report, log, leaseSeconds);
       reports.push(report);
       // A step that did not start a script leaves nothing to overlap with: write now.
@@ -450,18 +433,7 @@ export async function runWorkflow(
     }
   }
 
-  const failed = reports.filter((r) => r.outcome !== StepOutcome.Passed);
-  const status: RunStatus = cancelled
-    ? RunStatus.Interrupted
-    : failed.length === 0
-      ? RunStatus.Passed
-      : RunStatus.Failed;
-  const error =
-    status === RunStatus.Passed
-      ? null
-      : cancelled
-        ? "the run was cancelled"
-        : `${failed.length} of ${reports.length} step${reports.length === 1 ? "" : "s"} did not pass: ${failed.map((f) => `${f.step_id} (${f.outcome})`).join(", ")}`;
+  const { status, error } = runEnding(reports, cancelled);
   runs.finishRun(runId, status, error);
   return {
     run_id: runId,
