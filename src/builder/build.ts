@@ -44,6 +44,7 @@ import {
   writeFileAtomic,
 } from "../workflow/index.js";
 import { type AgentResult, runAgent } from "./agent.js";
+import { attemptError, attemptLog, notRunAttempt } from "./attempts.js";
 import { unifiedDiff } from "./diff.js";
 import {
   AGENT_MAX_ROUNDS,
@@ -217,6 +218,8 @@ export async function buildStep(
     ...(opts.signal ? { signal: opts.signal } : {}),
     ...(opts.runner ? { runner: opts.runner } : {}),
   };
+  // THE one place a candidate script (the working copy in code/) runs: through the fast path's
+  // runLearnedStep, hence exec's door, with the run's own set-up. Every attempt goes through here.
   const evaluate = (): Promise<LearnedStepResult> => runLearnedStep({ ...runInput, workingCopy: true });
 
   const notesFile = skillNotesPath(home);
@@ -305,18 +308,16 @@ export async function buildStep(
     const t = (agentResult?.tokens ?? 0) + sub;
     tokens += t;
     const passed = run.outcome === "passed";
-    const agentError = agentResult?.error;
-    const error = passed ? null : agentError ? `model failed: ${agentError}` : run.error;
-    const log = [
-      `attempt ${n} (${kind}), ${t} tokens`,
-      ...(agentResult ? ["--- agent ---", ...agentResult.log] : []),
-      ...(orchestrator && orchestrator.log.length > 0
-        ? ["--- sub-agents ---", ...orchestrator.log.splice(0)]
-        : []),
-      "--- static review + run + validation ---",
-      run.log,
-      ...(diffRel ? [`--- diff: ${diffRel} ---`] : []),
-    ].join("\n");
+    const error = attemptError(passed, agentResult?.error, run.error);
+    const log = attemptLog({
+      n,
+      kind,
+      tokens: t,
+      agentLog: agentResult?.log,
+      subAgentLog: orchestrator?.log.splice(0),
+      runLog: run.log,
+      diff: diffRel,
+    });
     const ledgerId = recorder.current;
     recorder.close({
       passed,
@@ -374,17 +375,10 @@ export async function buildStep(
     } else if (locked) {
       await close(
         "fast_path",
-        {
-          outcome: "missing_script",
-          fastPath: false,
-          exitCode: null,
-          durationMs: null,
-          error: "lock_code is set and there is no saved script: unlock the step to build one",
-          log: "no saved script; lock_code is set",
-          protection: "none",
-          failureReason: null,
-          metadataRecorded: false,
-        },
+        notRunAttempt(
+          "lock_code is set and there is no saved script: unlock the step to build one",
+          "no saved script; lock_code is set",
+        ),
         undefined,
         undefined,
       );
@@ -496,16 +490,5 @@ async function evaluateOrMissing(
   codeDir: string,
 ): Promise<LearnedStepResult> {
   if (existsSync(join(codeDir, SCRIPT))) return evaluate();
-  const error = "the agent did not write code/main.py";
-  return {
-    outcome: "missing_script",
-    fastPath: false,
-    exitCode: null,
-    durationMs: null,
-    error,
-    log: error,
-    protection: "none",
-    failureReason: null,
-    metadataRecorded: false,
-  };
+  return notRunAttempt("the agent did not write code/main.py");
 }
