@@ -1,13 +1,3 @@
-/**
- * Workflow runs. A run executes the selected steps in dependency order and never calls a model:
- * a `learn_code` step runs its saved script (the fast path); a `direct` / `code_exec` step fails
- * with `needs_model`; a step whose dependency did not pass is `skipped`. Every run is recorded as a
- * ledger plan (`kind: workflow_run`, one step per selected workflow step, tokens 0) and in the run
- * tables, each step's ledger transition and run row in one transaction. Scripts reach tools through
- * one tool bridge per run (run-bridge.ts), started when the first script is about to run and closed
- * when the run ends, however it ends.
- */
-import { rmSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import type { BridgeConfig } from "../bridge/index.js";
@@ -20,7 +10,6 @@ import {
   type BridgeEndpoint,
   type BridgeProvider,
   type LearnedStepResult,
-  type PreparedStep,
   prepareLearnedStep,
   savedLanguage,
 } from "./fast-path.js";
@@ -32,6 +21,7 @@ import { executionOrder, selectSteps } from "./order.js";
 import { type OutputSeal, sealBroken, sealOutputs } from "./output-seal.js";
 import { RunBridge } from "./run-bridge.js";
 import { DEFAULT_STEP_TIMEOUT_SECONDS, LEASE_MARGIN_SECONDS } from "./run-limits.js";
+import { DeferredMetadata, discardPrepared, NextStep } from "./run-overlap.js";
 import { planSteps, runEnding, stepReport, whyNotRun } from "./run-report.js";
 import { prepareRunSetup } from "./run-setup.js";
 import { dependencyDirs, recordStep, runLearnedStepSafely } from "./run-steps.js";
@@ -247,39 +237,16 @@ export async function runWorkflow(
     () =>
       given ? Promise.resolve(given) : (runBridge as RunBridge).endpoint(step.allowed_tools);
 
-  // The previous learned step's script_metadata.json update, done while the next script runs (or
-  // before anything else happens): it is off the critical path of the run but never skipped.
-  let deferred: { record: () => void; result: LearnedStepResult; report: StepReport } | undefined;
-  const flushDeferred = (): void => {
-    const d = deferred;
-    deferred = undefined;
-    if (!d) return;
-    d.record();
-    d.report.metadata_recorded = d.result.metadataRecorded;
-    if (d.result.metadataError) {
-      const note = `[${d.result.metadataError}]`;
-      ctx.store.tx(() => {
-        const row = ctx.store.getStep(d.report.ledger_step_id);
-        if (row) ctx.ledger.addLog(row, "run", note);
-      });
-    }
-  };
-
-  // The next learned step, prepared (reviewed, copied) while the current script runs.
-  let prefetch: { id: string; ready: Promise<PreparedStep | LearnedStepResult> } | undefined;
+  // The previous step's script_metadata.json update and the next step's preparation, both done
+  // while a script runs (run-overlap.ts).
+  const deferred = new DeferredMetadata(ctx);
+  const nextStep = new NextStep();
   const prepareNext = (i: number): void => {
     const next = selected[i + 1];
     if (next === undefined || cancelled || opts.signal?.aborted) return;
-    const nextStep = byId.get(next) as WorkflowStep;
-    if (modes.get(next) !== ExecutionMode.LearnCode || isOrchestrator(nextStep)) return;
-    const ready = prepareLearnedStep({ workflow: wf, step: nextStep, runId, review });
-    ready.catch(() => {}); // awaited (and reported) when the step's turn comes
-    prefetch = { id: next, ready };
-  };
-  /** A prepared step that will not run after all (skipped, cancelled): leave no folder behind. */
-  const discard = async (ahead: Promise<PreparedStep | LearnedStepResult> | undefined): Promise<void> => {
-    const ready = await ahead?.catch(() => undefined);
-    if (ready && "kind" in ready) rmSync(ready.outputDir, { recursive: true, force: true });
+    const step = byId.get(next) as WorkflowStep;
+    if (modes.get(next) !== ExecutionMode.LearnCode || isOrchestrator(step)) return;
+    nextStep.prepare(next, prepareLearnedStep({ workflow: wf, step, runId, review }));
   };
 
   try {
@@ -288,8 +255,7 @@ export async function runWorkflow(
       const mode = modes.get(id) as ExecutionMode;
       const ledgerStepId = ledgerIds[i] as string;
       opts.onProgress?.({ kind: "step_started", step_id: id, mode });
-      const prepared = prefetch?.id === id ? prefetch.ready : undefined;
-      if (prepared) prefetch = undefined;
+      const prepared = nextStep.take(id);
 
       let result: LearnedStepResult;
       let tokens = 0;
@@ -315,7 +281,8 @@ export async function runWorkflow(
       });
       const depDirs = "blocked" in deps ? [] : deps.dirs;
       const sealProblem = "blocked" in deps ? undefined : brokenSeal(step);
-      if (cancelled || opts.signal?.aborted || "blocked" in deps || sealProblem) await discard(prepared);
+      if (cancelled || opts.signal?.aborted || "blocked" in deps || sealProblem)
+        await discardPrepared(prepared);
       if (opts.signal?.aborted) cancelled = true;
       const notRunning = whyNotRun({
         step,
@@ -375,7 +342,7 @@ export async function runWorkflow(
           deferMetadata: true,
           whileRunning: () => {
             markStarted();
-            flushDeferred();
+            deferred.flush();
             prepareNext(i);
           },
           ...(prepared ? { prepared } : {}),
@@ -408,8 +375,8 @@ export async function runWorkflow(
       recordStep(ctx, runs, runId, report, log, leaseSeconds);
       reports.push(report);
       // A step that did not start a script leaves nothing to overlap with: write now.
-      flushDeferred();
-      if (result.recordMetadata) deferred = { record: result.recordMetadata, result, report };
+      deferred.flush();
+      deferred.defer(result, report);
       opts.onProgress?.({ kind: "step_finished", step: report });
     }
   } catch (e) {
@@ -426,8 +393,8 @@ export async function runWorkflow(
     throw e;
   } finally {
     try {
-      flushDeferred();
-      await discard(prefetch?.ready);
+      deferred.flush();
+      await nextStep.discardAhead();
     } finally {
       await runBridge?.close();
     }
