@@ -17,7 +17,7 @@ import { type Confinement, compileConfinement, type Door, Supervise } from "./do
 import { resolveNode, resolvePython } from "./interpreters.js";
 import { DEFAULT_KILL_GRACE_MS } from "./limits.js";
 import { realProcessRunner } from "./process-runner.js";
-import { readRoots } from "./read-roots.js";
+import { loadSandboxConfig, ratchetDirAbove, readRoots } from "./read-roots.js";
 import { confineLauncher, detectSandbox } from "./sandbox.js";
 import { sweepStaleDirs } from "./stale-dirs.js";
 import type { ProcessRunner, RunRequest } from "./types.js";
@@ -45,9 +45,12 @@ export interface CommandSandbox {
 
 /** Options of {@link commandSandbox} beyond the folders. */
 export interface CommandSandboxOptions {
-  /** `sandbox.read_roots` of the workspace config. */
+  /**
+   * `sandbox.read_roots` of the workspace config. Default: those of the workspace (`.ratchet/`)
+   * above the repository or the current folder.
+   */
   extraReadRoots?: readonly string[];
-  /** Folders no read root may expose (the workspace's `.ratchet/`). */
+  /** Folders no read root may expose. Default: the `.ratchet/` above the repository and the current folder. */
   secretDirs?: readonly string[];
   /** Where HOME and PATH come from (default `process.env`). */
   env?: NodeJS.ProcessEnv;
@@ -86,13 +89,20 @@ export async function commandSandbox(
   const tmp = mkdtempSync(resolve(tmpdir(), `${RUNNER_DIR_PREFIX}${process.pid}-`));
   const writable = [worktree, ...(admin ? [admin] : []), tmp, ...extraWritable];
   const python = await resolvePython(env);
+  const repo = admin ? dirname(dirname(dirname(admin))) : worktree;
+  const workspaces = [...new Set([ratchetDirAbove(repo), ratchetDirAbove(process.cwd())])].filter(
+    (d): d is string => d !== undefined,
+  );
+  // A bad sandbox.read_roots refuses the task here (preflight calls this before any model call).
+  const configured =
+    opts.extraReadRoots ?? workspaces.flatMap((d) => loadSandboxConfig(d, env.HOME).readRoots);
   const readable = launcher.features.reads
     ? readRoots({
         interpreters: [...(python?.roots ?? []), ...resolveNode().roots],
         // The repository's git folder (objects, refs) holds what `git` in the worktree reads.
         own: admin ? [dirname(dirname(admin))] : [],
-        extra: opts.extraReadRoots ?? [],
-        forbid: { home: env.HOME, secretDirs: opts.secretDirs ?? [] },
+        extra: configured,
+        forbid: { home: env.HOME, secretDirs: opts.secretDirs ?? workspaces },
       })
     : [];
   const base: Confinement = {

@@ -195,6 +195,18 @@ export function loadSandboxConfig(
   return parseSandboxConfig(section, { home, secretDirs: [workspaceDir] });
 }
 
+/** The nearest `.ratchet/` folder at or above `start` (a workspace), or undefined. */
+export function ratchetDirAbove(start: string): string | undefined {
+  let cur = start;
+  for (;;) {
+    const candidate = join(cur, ".ratchet");
+    if (existsSync(candidate)) return candidate;
+    const up = dirname(cur);
+    if (up === cur) return undefined;
+    cur = up;
+  }
+}
+
 /** What a process's read roots are made of. */
 export interface ReadRootsInput {
   /** The interpreters' real prefixes and folders (python's `sys.base_prefix`, node's prefix, …). */
