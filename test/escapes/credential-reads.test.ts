@@ -6,11 +6,11 @@
  * Enforced by `ratchet-confine` v2 read roots (exec/read-roots.ts: never `$HOME`, never
  * `.ratchet/`): fails against the v1 binary, which confines writes only.
  */
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startScriptedModel } from "../../src/testing/scripted-model.js";
-import { assertBuilt, makeTempDir, ratchet, type TestWorkspace } from "../helpers/cli.js";
+import { assertBuilt, makeTempDir, query, ratchet, type TestWorkspace } from "../helpers/cli.js";
 import { calcSpec, GIT_IDENTITY, makeRepo } from "../helpers/runner-repo.js";
 import { attackWorkflow, filesContaining, found, runJson, workspace } from "./door-kit.js";
 
@@ -84,17 +84,60 @@ describe("credential reads", () => {
       ["ssh", "secrets", "store"],
     );
     const r = await ws.run(
-      ["run", wf, "--json", "--var", `ssh=${targets.ssh}`, "--var", `secrets=${targets.secrets}`, "--var", `store=${targets.store}`],
+      [
+        "run",
+        wf,
+        "--json",
+        "--var",
+        `ssh=${targets.ssh}`,
+        "--var",
+        `secrets=${targets.secrets}`,
+        "--var",
+        `store=${targets.store}`,
+      ],
       { env: { HOME: home } },
     );
     const run = runJson(r);
-    expect(run.steps.map((s) => s.outcome), r.stderr).toEqual(["passed", "passed"]);
+    expect(
+      run.steps.map((s) => s.outcome),
+      r.stderr,
+    ).toEqual(["passed", "passed"]);
     for (const step of ["py", "js"]) {
       const got = found<Record<string, string>>(wf, run.run_id, step);
-      for (const name of ["ssh", "secrets", "store"]) expect(got[name], `${step} ${name}`).toMatch(/^refused/);
+      for (const name of ["ssh", "secrets", "store"])
+        expect(got[name], `${step} ${name}`).toMatch(/^refused/);
     }
     expect(filesContaining(join(wf, "execution"), "FAKE KEY")).toEqual([]);
     expect(filesContaining(join(wf, "execution"), SECRET)).toEqual([]);
+  });
+
+  it("sandbox.read_roots that would expose $HOME or .ratchet/ is refused naming the field; nothing is written", async () => {
+    const wf = attackWorkflow(
+      ws,
+      "cred-config",
+      [{ id: "py", file: "main.py", code: PY }],
+      ["ssh", "secrets", "store"],
+    );
+    const config = join(ws.ratchetDir, "config.json");
+    for (const [roots, field] of [
+      [[home], "sandbox.read_roots[0]"],
+      [["/usr", ws.dir], "sandbox.read_roots[1]"],
+      [["relative/dir"], "sandbox.read_roots[0]"],
+    ] as const) {
+      writeFileSync(config, JSON.stringify({ sandbox: { read_roots: roots } }));
+      const before = query(ws, "SELECT count(*) AS n FROM plans")[0];
+      const r = await ws.run(
+        ["run", wf, "--json", "--var", "ssh=x", "--var", "secrets=x", "--var", "store=x"],
+        {
+          env: { HOME: home },
+        },
+      );
+      expect(r.status, r.stdout + r.stderr).toBe(2);
+      expect(r.stderr + r.stdout).toContain(field);
+      expect(query(ws, "SELECT count(*) AS n FROM plans")[0]).toEqual(before);
+      expect(existsSync(join(wf, "execution"))).toBe(false);
+    }
+    rmSync(config);
   });
 
   it("a runner command cannot read them either", async () => {
