@@ -48,6 +48,7 @@ describe("step run supervision", () => {
     const command = [
       `setsid bash -c 'trap "" TERM; while :; do echo beat >> ${beat}; sleep 0.1; done' &`,
       `echo $! > ${pidFile}`,
+      `echo $$ > ${pidFile}.group`,
       "sleep 600",
     ].join("\n");
     const cli = startRatchet(["step", "run", "-"], {
@@ -60,6 +61,8 @@ describe("step run supervision", () => {
     );
     const writer = Number(readFileSync(pidFile, "utf8").trim());
     strays.push(writer);
+    await waitFor(() => existsSync(`${pidFile}.group`), "the command's pid");
+    strays.push(-Number(readFileSync(`${pidFile}.group`, "utf8").trim()));
     cli.child.kill("SIGKILL");
     await cli.done;
     // Time limit (2 s) + kill grace (2 s), generously: the supervisor must have ended the writer.
