@@ -1,6 +1,9 @@
 /**
- * `exec/`: the one process runner of Ratchet. Every script, command, DoD check and action is
- * spawned through {@link runProcess} (or a {@link ProcessRunner} passed in for tests).
+ * `exec/`: the one process runner of Ratchet and the one door for untrusted processes. Every
+ * script, command, DoD check and action is spawned through {@link runProcess} (or a
+ * {@link ProcessRunner} passed in for tests); every untrusted one is described by a
+ * {@link Confinement} compiled once by {@link compileConfinement} (door.ts), and every model- or
+ * script-given path goes through {@link confinePath}.
  */
 
 export type { CaptureSnapshot } from "./capture.js";

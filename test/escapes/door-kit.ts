@@ -39,7 +39,8 @@ export function attackWorkflow(
     lines.push(`  - id: ${s.id}`, `    description: attack ${s.id}`);
     if (s.deps?.length) lines.push(`    context_dependencies: [${s.deps.join(", ")}]`);
     lines.push("    validation:", "      files:");
-    for (const f of s.outputs ?? ["found.json"]) lines.push(`        - file_name: ${f}`, "          must_exist: true");
+    for (const f of s.outputs ?? ["found.json"])
+      lines.push(`        - file_name: ${f}`, "          must_exist: true");
     mkdirSync(join(home, "learnings", s.id), { recursive: true });
     writeFileSync(join(home, "learnings", s.id, s.file), s.code);
   }
@@ -143,7 +144,9 @@ with open(os.path.join(os.environ["STEP_OUTPUT_DIR"], "found.json"), "w") as f:
 `;
 
 /** The same scan in JavaScript (Node's permission model allows reads; the launcher must not). */
-export const JS_PROC_SCAN = (needle: string) => `import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+export const JS_PROC_SCAN = (
+  needle: string,
+) => `import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 const needle = ${JSON.stringify(needle)};

@@ -120,7 +120,10 @@ describe("metadata outside the write roots", () => {
     );
     const r = await ws.run(["run", wf, "--json", "--var", `target=${secrets}`]);
     const run = runJson(r);
-    expect(run.steps.map((s) => s.outcome), r.stderr).toEqual(["passed", "passed"]);
+    expect(
+      run.steps.map((s) => s.outcome),
+      r.stderr,
+    ).toEqual(["passed", "passed"]);
     const after = statSync(secrets);
     expect((after.mode & 0o777).toString(8)).toBe("600");
     expect(after.uid).toBe(before.uid);

@@ -70,7 +70,10 @@ describe("outputs after validation", () => {
     ]);
     const r = await ws.run(["run", wf, "--json"]);
     const run = runJson(r);
-    expect(run.steps.map((s) => s.outcome), r.stderr).toEqual(["passed", "passed"]);
+    expect(
+      run.steps.map((s) => s.outcome),
+      r.stderr,
+    ).toEqual(["passed", "passed"]);
     const exec = join(wf, "execution", run.run_id);
     expect(readFileSync(join(exec, "reader", "found.json"), "utf8")).toBe(VALIDATED);
     // Give a surviving child every chance to strike, then look again.

@@ -47,7 +47,10 @@ describe("proc environ", () => {
       env: { OPENAI_API_KEY: FAKE_KEY, RATCHET_ESCAPE_MARKER: MARKER },
     });
     const run = runJson(r);
-    expect(run.steps.map((s) => [s.step_id, s.outcome]), r.stderr).toEqual([
+    expect(
+      run.steps.map((s) => [s.step_id, s.outcome]),
+      r.stderr,
+    ).toEqual([
       ["py", "passed"],
       ["js", "passed"],
     ]);
@@ -77,7 +80,8 @@ describe("proc environ", () => {
               {
                 name: "run_command",
                 arguments: {
-                  command: "grep -a -o -h -E '(RATCHET_ESCAPE_MARKER|OPENAI_API_KEY)=[^[:cntrl:]]*' /proc/[0-9]*/environ",
+                  command:
+                    "grep -a -o -h -E '(RATCHET_ESCAPE_MARKER|OPENAI_API_KEY)=[^[:cntrl:]]*' /proc/[0-9]*/environ",
                 },
               },
             ],
@@ -120,7 +124,9 @@ describe("proc environ", () => {
   });
 
   it("a script started by POST /api/runs cannot read RATCHET_SERVER_TOKEN from the server", async () => {
-    const home = attackWorkflow(ws, "proc-serve", [{ id: "py", file: "main.py", code: PY_PROC_SCAN(SERVER_TOKEN) }]);
+    const home = attackWorkflow(ws, "proc-serve", [
+      { id: "py", file: "main.py", code: PY_PROC_SCAN(SERVER_TOKEN) },
+    ]);
     const server = startRatchet(["serve", "--port", "0", "--quiet"], {
       cwd: ws.dir,
       env: { RATCHET_SERVER_TOKEN: SERVER_TOKEN, OPENAI_API_KEY: FAKE_KEY },

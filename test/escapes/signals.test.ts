@@ -101,11 +101,15 @@ describe("signals", () => {
       // Ratchet lived to report the whole run.
       expect(r.signal, r.stderr).toBeNull();
       const run = runJson(r);
-      expect(run.steps.map((s) => s.outcome), r.stderr).toEqual(["passed", "passed"]);
+      expect(
+        run.steps.map((s) => s.outcome),
+        r.stderr,
+      ).toEqual(["passed", "passed"]);
       for (const step of ["py", "js"]) {
         const got = found<Record<string, string>>(wf, run.run_id, step);
         expect(Object.keys(got).length).toBeGreaterThanOrEqual(2);
-        for (const [pid, outcome] of Object.entries(got)) expect(outcome, `${step} → ${pid}`).toMatch(/^refused/);
+        for (const [pid, outcome] of Object.entries(got))
+          expect(outcome, `${step} → ${pid}`).toMatch(/^refused/);
       }
       expect(isGone(b.pid)).toBe(false);
     } finally {
