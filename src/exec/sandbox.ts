@@ -68,6 +68,11 @@ export interface SandboxInfo {
    * `--allow-net`, or they could not reach the tool bridge.
    */
   nodeAllowNet?: boolean;
+  /**
+   * Whether this Node accumulates repeated `--allow-fs-read=PATH` flags: scripts then read only
+   * their read roots through Node's permission model too (on every launcher, v1 included).
+   */
+  nodeReadRoots?: boolean;
 }
 
 export interface DetectSandboxOptions {
@@ -97,6 +102,7 @@ const jsCache = new Map<
     flag?: string;
     disableWarning?: boolean;
     allowNet?: boolean;
+    readRoots?: boolean;
   }>
 >();
 
@@ -269,14 +275,32 @@ async function probeNode(runner: ProcessRunner) {
       timeoutMs: PROBE_TIMEOUT_MS,
       maxCaptureBytes: 64 * 1024,
     });
-    if (r.exitCode === 0)
+    if (r.exitCode === 0) {
+      // Repeated --allow-fs-read flags must add up (older Nodes took one comma list, the last flag
+      // winning): reading the first path with a second, unrelated flag after it must work.
+      const reads = await runner.run({
+        command: process.execPath,
+        args: [
+          flag,
+          ...(disableWarning ? ["--disable-warning=ExperimentalWarning"] : []),
+          `--allow-fs-read=${process.execPath}`,
+          "--allow-fs-read=/nonexistent-ratchet-probe",
+          "-e",
+          "require('node:fs').openSync(process.execPath, 'r')",
+        ],
+        env: buildEnv({ inherit: "minimal" }),
+        timeoutMs: PROBE_TIMEOUT_MS,
+        maxCaptureBytes: 64 * 1024,
+      });
       return {
         j: "node-permission" as const,
         why: `javascript: Node permission model (${flag}, Node ${process.version})`,
         flag,
         disableWarning,
         allowNet,
+        readRoots: reads.exitCode === 0,
       };
+    }
   }
   return {
     j: "none" as const,
@@ -322,6 +346,7 @@ export async function detectSandbox(opts: DetectSandboxOptions = {}): Promise<Sa
     if (j.flag) info.nodePermissionFlag = j.flag;
     if (j.disableWarning !== undefined) info.nodeDisableWarning = j.disableWarning;
     if (j.allowNet) info.nodeAllowNet = true;
+    if (j.readRoots) info.nodeReadRoots = true;
     if (!info.confinePath && allowedPythonLaunchers(env).includes("landlock")) {
       const lkey = `landlock\0${key}`;
       if (opts.refresh || !pythonCache.has(lkey)) pythonCache.set(lkey, probeLandlock(runner, env));
@@ -486,7 +511,12 @@ export function wrapCommand(cmd: ScriptCommand, sandbox: SandboxInfo): WrappedCo
   const nodeArgs = [
     sandbox.nodePermissionFlag,
     ...(sandbox.nodeDisableWarning ? ["--disable-warning=ExperimentalWarning"] : []),
-    "--allow-fs-read=*",
+    // Reads: the read roots where this Node adds repeated flags up (the same policy as the
+    // launcher's --read, so a JS script cannot read $HOME, .ratchet/ or other processes' /proc
+    // even under a v1 launcher); everything otherwise.
+    ...(sandbox.nodeReadRoots && cmd.readRoots && cmd.readRoots.length > 0
+      ? [...new Set([cmd.codeDir, cmd.outputDir, ...cmd.readRoots])].map((r) => `--allow-fs-read=${r}`)
+      : ["--allow-fs-read=*"]),
     `--allow-fs-write=${cmd.outputDir}`,
     // The tool bridge is on loopback; Node 25+ would refuse every socket without it.
     ...(sandbox.nodeAllowNet ? ["--allow-net"] : []),
