@@ -73,14 +73,14 @@ writeFileSync(join(process.env.STEP_OUTPUT_DIR, "found.json"), JSON.stringify(ou
 `;
 
 describe("credential reads", () => {
-  it("learned scripts cannot read ~/.ssh, .ratchet/secrets or the store", async () => {
+  it.each([
+    ["Python", "main.py" as const, PY],
+    ["JS", "main.mjs" as const, JS],
+  ])("a learned %s script cannot read ~/.ssh, .ratchet/secrets or the store", async (lang, file, code) => {
     const wf = attackWorkflow(
       ws,
-      "cred",
-      [
-        { id: "py", file: "main.py", code: PY },
-        { id: "js", file: "main.mjs", code: JS },
-      ],
+      `cred-${lang.toLowerCase()}`,
+      [{ id: "read", file, code }],
       ["ssh", "secrets", "store"],
     );
     const r = await ws.run(
@@ -101,12 +101,9 @@ describe("credential reads", () => {
     expect(
       run.steps.map((s) => s.outcome),
       r.stderr,
-    ).toEqual(["passed", "passed"]);
-    for (const step of ["py", "js"]) {
-      const got = found<Record<string, string>>(wf, run.run_id, step);
-      for (const name of ["ssh", "secrets", "store"])
-        expect(got[name], `${step} ${name}`).toMatch(/^refused/);
-    }
+    ).toEqual(["passed"]);
+    const got = found<Record<string, string>>(wf, run.run_id, "read");
+    for (const name of ["ssh", "secrets", "store"]) expect(got[name], `${lang} ${name}`).toMatch(/^refused/);
     expect(filesContaining(join(wf, "execution"), "FAKE KEY")).toEqual([]);
     expect(filesContaining(join(wf, "execution"), SECRET)).toEqual([]);
   });

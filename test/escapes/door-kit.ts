@@ -68,7 +68,10 @@ export function found<T = Record<string, unknown>>(home: string, runId: string, 
   return JSON.parse(readFileSync(join(home, "execution", runId, stepId, "found.json"), "utf8")) as T;
 }
 
-/** Every file under `dir` whose bytes contain `needle` (the store, logs, blobs, outputs). */
+/** The attack scripts themselves (they hold the needle they hunt for). */
+const isScript = (p: string): boolean => /\/main\.(py|mjs)$/.test(p);
+
+/** Every file under `dir` whose bytes contain `needle` (the store, logs, blobs, outputs), the attack scripts aside. */
 export function filesContaining(dir: string, needle: string): string[] {
   const hits: string[] = [];
   const walk = (d: string): void => {
@@ -77,7 +80,7 @@ export function filesContaining(dir: string, needle: string): string[] {
       const st = statSync(p, { throwIfNoEntry: false });
       if (!st) continue;
       if (st.isDirectory()) walk(p);
-      else if (st.isFile() && readFileSync(p).includes(needle)) hits.push(p);
+      else if (st.isFile() && !isScript(p) && readFileSync(p).includes(needle)) hits.push(p);
     }
   };
   walk(dir);

@@ -104,37 +104,33 @@ writeFileSync(join(out, "found.json"), JSON.stringify(main(process.env.VAR_TARGE
 `;
 
 describe("metadata outside the write roots", () => {
-  it("chmod, utime, chown of .ratchet/secrets fail from Python and JS; the file keeps 0600", async () => {
-    const secrets = join(ws.ratchetDir, "secrets");
-    writeFileSync(secrets, "API_TOKEN=metadata-test-0123456789\n");
-    chmodSync(secrets, 0o600);
-    const before = statSync(secrets);
-    const wf = attackWorkflow(
-      ws,
-      "meta",
-      [
-        { id: "py", file: "main.py", code: PY },
-        { id: "js", file: "main.mjs", code: JS },
-      ],
-      ["target"],
-    );
-    const r = await ws.run(["run", wf, "--json", "--var", `target=${secrets}`]);
-    const run = runJson(r);
-    expect(
-      run.steps.map((s) => s.outcome),
-      r.stderr,
-    ).toEqual(["passed", "passed"]);
-    const after = statSync(secrets);
-    expect((after.mode & 0o777).toString(8)).toBe("600");
-    expect(after.uid).toBe(before.uid);
-    expect(after.gid).toBe(before.gid);
-    expect(after.mtimeMs).toBe(before.mtimeMs);
-    for (const step of ["py", "js"]) {
-      const got = found<Record<string, string>>(wf, run.run_id, step);
+  it.each([
+    ["Python", "main.py" as const, PY],
+    ["JS", "main.mjs" as const, JS],
+  ])(
+    "chmod, utime, chown of .ratchet/secrets fail from a %s script; the file keeps 0600",
+    async (lang, file, code) => {
+      const secrets = join(ws.ratchetDir, "secrets");
+      writeFileSync(secrets, "API_TOKEN=metadata-test-0123456789\n");
+      chmodSync(secrets, 0o600);
+      const before = statSync(secrets);
+      const wf = attackWorkflow(ws, `meta-${lang.toLowerCase()}`, [{ id: "meta", file, code }], ["target"]);
+      const r = await ws.run(["run", wf, "--json", "--var", `target=${secrets}`]);
+      const run = runJson(r);
+      expect(
+        run.steps.map((s) => s.outcome),
+        r.stderr,
+      ).toEqual(["passed"]);
+      const after = statSync(secrets);
+      expect((after.mode & 0o777).toString(8)).toBe("600");
+      expect(after.uid).toBe(before.uid);
+      expect(after.gid).toBe(before.gid);
+      expect(after.mtimeMs).toBe(before.mtimeMs);
+      const got = found<Record<string, string>>(wf, run.run_id, "meta");
       for (const [call, outcome] of Object.entries(got)) {
-        if (call === "own_chmod") expect(outcome, `${step} ${call}`).toBe("done");
-        else expect(outcome, `${step} ${call}`).toMatch(/^refused/);
+        if (call === "own_chmod") expect(outcome, `${lang} ${call}`).toBe("done");
+        else expect(outcome, `${lang} ${call}`).toMatch(/^refused/);
       }
-    }
-  });
+    },
+  );
 });

@@ -38,11 +38,11 @@ beforeAll(async () => {
 afterAll(() => ws?.remove());
 
 describe("proc environ", () => {
-  it("a learned Python or JS script cannot read Ratchet's environment through /proc", async () => {
-    const home = attackWorkflow(ws, "proc", [
-      { id: "py", file: "main.py", code: PY_PROC_SCAN(MARKER) },
-      { id: "js", file: "main.mjs", code: JS_PROC_SCAN(MARKER) },
-    ]);
+  it.each([
+    ["Python", "main.py" as const, PY_PROC_SCAN(MARKER)],
+    ["JS", "main.mjs" as const, JS_PROC_SCAN(MARKER)],
+  ])("a learned %s script cannot read Ratchet's environment through /proc", async (lang, file, code) => {
+    const home = attackWorkflow(ws, `proc-${lang.toLowerCase()}`, [{ id: "scan", file, code }]);
     const r = await ws.run(["run", home, "--json"], {
       env: { OPENAI_API_KEY: FAKE_KEY, RATCHET_ESCAPE_MARKER: MARKER },
     });
@@ -50,17 +50,12 @@ describe("proc environ", () => {
     expect(
       run.steps.map((s) => [s.step_id, s.outcome]),
       r.stderr,
-    ).toEqual([
-      ["py", "passed"],
-      ["js", "passed"],
-    ]);
-    const py = found<{ hits: string[]; tried: number }>(home, run.run_id, "py");
-    const js = found<{ hits: string[]; tried: number }>(home, run.run_id, "js");
-    expect(py.tried).toBeGreaterThan(0);
-    expect(py.hits).toEqual([]);
-    expect(js.hits).toEqual([]);
-    expect(filesContaining(ws.dir, FAKE_KEY)).toEqual([]);
-    expect(filesContaining(ws.dir, MARKER)).toEqual([]);
+    ).toEqual([["scan", "passed"]]);
+    const got = found<{ hits: string[]; tried: number }>(home, run.run_id, "scan");
+    expect(got.tried).toBeGreaterThan(0);
+    expect(got.hits, JSON.stringify(run.steps)).toEqual([]);
+    expect(filesContaining(home, FAKE_KEY)).toEqual([]);
+    expect(filesContaining(home, MARKER)).toEqual([]);
   });
 
   it("a runner command cannot read the key from /proc/$PPID or any /proc/<pid>/environ", async () => {
