@@ -2,7 +2,16 @@
  * Custom tools: commands from the config (JSON arguments on stdin, a JSON result on stdout, run
  * through exec's process runner) and built-in functions registered in code.
  */
-import { buildEnv, type ProcessRunner, realProcessRunner } from "../exec/index.js";
+import {
+  buildEnv,
+  compileConfinement,
+  type Launcher,
+  launcherTimedOut,
+  type ProcessRunner,
+  realProcessRunner,
+  Supervise,
+  supervisorLauncher,
+} from "../exec/index.js";
 import type { CompiledCustomTool } from "./config.js";
 import { ANY_ARGUMENTS_SCHEMA } from "./config.js";
 import { BridgeError, BridgeErrorKind } from "./errors.js";
@@ -25,6 +34,13 @@ export interface CommandToolOptions {
   runner?: ProcessRunner;
   /** Where the minimal environment (PATH, HOME, LANG…) comes from. Default `process.env`. */
   baseEnv?: NodeJS.ProcessEnv;
+  /**
+   * The supervisor of the tool's process (exec's door, `--supervise-only`): the command is the
+   * user's own (trusted config) but is started on behalf of untrusted callers, so it is ended at its
+   * time limit with everything it started, even if Ratchet dies. Default: the built launcher when
+   * its probe passes (none with a custom `runner`).
+   */
+  launcher?: Launcher;
 }
 
 /**
@@ -41,17 +57,37 @@ export function commandTool(cfg: CompiledCustomTool, opts: CommandToolOptions = 
     ...(cfg.timeoutMs !== undefined ? { timeoutMs: cfg.timeoutMs } : {}),
     origin: "command",
     async call(args, ctx) {
-      const r = await runner.run({
-        command: cfg.command,
-        args: cfg.args,
+      const launcher: Launcher =
+        opts.launcher ??
+        (opts.runner ? { kind: "none", reason: "custom process runner" } : await supervisorLauncher());
+      const door = compileConfinement(
+        {
+          readRoots: [],
+          writeRoots: [],
+          writeFiles: [],
+          env: buildEnv({
+            inherit: "minimal",
+            ...(opts.baseEnv ? { base: opts.baseEnv } : {}),
+            set: cfg.env,
+          }),
+          timeoutMs: remainingMs(ctx),
+          killGraceMs: CUSTOM_TOOL_KILL_GRACE_MS,
+          supervise: Supervise.SuperviseOnly,
+          cleanup: [],
+        },
+        launcher,
+      );
+      const raw = await runner.run({
+        ...door.command(cfg.command, cfg.args),
         cwd: cfg.cwd,
-        env: buildEnv({ inherit: "minimal", ...(opts.baseEnv ? { base: opts.baseEnv } : {}), set: cfg.env }),
+        env: door.env,
         stdin: JSON.stringify(args),
-        timeoutMs: remainingMs(ctx),
+        timeoutMs: door.runnerTimeoutMs,
         signal: ctx.signal,
         maxCaptureBytes: MAX_CUSTOM_TOOL_OUTPUT_BYTES,
-        killGraceMs: CUSTOM_TOOL_KILL_GRACE_MS,
+        killGraceMs: door.killGraceMs,
       });
+      const r = launcherTimedOut(door, raw.exitCode, raw.stderr) ? { ...raw, timedOut: true } : raw;
       if (r.spawnError)
         throw new BridgeError(
           BridgeErrorKind.Unavailable,

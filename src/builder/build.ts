@@ -23,21 +23,18 @@ import type { ModelClient } from "../model/index.js";
 import {
   type BridgeProvider,
   dependencyDirs,
-  detectSandbox,
   ExecutionMode,
   isOrchestrator,
   type LearnedStepResult,
   learningsDir,
   newRunId,
   type OrchestratorContext,
+  prepareRunSetup,
   RunBridge,
   type RunContext,
   RunStore,
   resolveMode,
-  resolveSecrets,
-  resolveVariables,
   runLearnedStep,
-  type SandboxInfo,
   savedScript,
   stepCodeDir,
   stepOutputDir,
@@ -47,6 +44,7 @@ import {
   writeFileAtomic,
 } from "../workflow/index.js";
 import { type AgentResult, runAgent } from "./agent.js";
+import { attemptError, attemptLog, notRunAttempt } from "./attempts.js";
 import { unifiedDiff } from "./diff.js";
 import {
   AGENT_MAX_ROUNDS,
@@ -150,13 +148,19 @@ export async function buildStep(
   const env = opts.env ?? process.env;
   const clock = opts.clock ?? systemClock;
   const now = () => new Date(clock.now());
-  const variables = resolveVariables(wf, { cli: opts.vars ?? {}, group: opts.group, env });
-  const secrets = resolveSecrets(wf, {
-    env,
-    secretsFile: opts.secretsFile ?? join(ctx.workspace.dir, "secrets"),
-  });
   const redactor = ctx.ledger.redactor;
-  for (const [k, v] of Object.entries(secrets)) redactor.add(k, v);
+  // The same set-up as a run (workflow/run-setup.ts): nothing is written before it succeeded.
+  const { variables, secrets, sandbox, readPolicy, timeoutSeconds } = await prepareRunSetup({
+    workflow: wf,
+    workspaceDir: ctx.workspace.dir,
+    redactor,
+    languages: ["python"],
+    vars: opts.vars,
+    group: opts.group,
+    env,
+    secretsFile: opts.secretsFile,
+    stepTimeoutSeconds: opts.stepTimeoutSeconds,
+  });
   const runId = newRunId(clock.now());
   const runs = new RunStore(ctx.store);
   const deps = dependencyDirs(wf, runId, step, [], new Map(), runs);
@@ -164,14 +168,12 @@ export async function buildStep(
     throw new RatchetError(ErrorCode.NotFound, `cannot build step ${stepId}: ${deps.blocked}; run it first`, {
       stepId,
     });
-  const sandbox: SandboxInfo = await detectSandbox({ languages: ["python"], env });
   const home = workflowHome(wf);
   const _savedDir = learningsDir(wf, stepId);
   const outputDir = stepOutputDir(wf, runId, stepId);
   const codeDir = stepCodeDir(wf, runId, stepId);
   const locked = step.agent_configs.lock_code === true;
   const access = step.agent_configs.learnings_access ?? wf.defaults.learnings_access ?? "read";
-  const timeoutSeconds = opts.stepTimeoutSeconds ?? 600;
 
   // An orchestrator's script is tried with real sub-agents: its bridge serves call_sub_agent, and
   // the sub-agents' tokens count toward the attempt that ran the script.
@@ -211,11 +213,14 @@ export async function buildStep(
     timeoutSeconds,
     groupName: opts.group ?? null,
     sandbox,
+    readPolicy,
     redactor,
     clock,
     ...(opts.signal ? { signal: opts.signal } : {}),
     ...(opts.runner ? { runner: opts.runner } : {}),
   };
+  // THE one place a candidate script (the working copy in code/) runs: through the fast path's
+  // runLearnedStep, hence exec's door, with the run's own set-up. Every attempt goes through here.
   // Save-back keeps code/ as the latest working-copy run found it (snapshot before, verified after).
   const ran = new RanCode(codeDir);
   const evaluate = (): Promise<LearnedStepResult> =>
@@ -307,18 +312,16 @@ export async function buildStep(
     const t = (agentResult?.tokens ?? 0) + sub;
     tokens += t;
     const passed = run.outcome === "passed";
-    const agentError = agentResult?.error;
-    const error = passed ? null : agentError ? `model failed: ${agentError}` : run.error;
-    const log = [
-      `attempt ${n} (${kind}), ${t} tokens`,
-      ...(agentResult ? ["--- agent ---", ...agentResult.log] : []),
-      ...(orchestrator && orchestrator.log.length > 0
-        ? ["--- sub-agents ---", ...orchestrator.log.splice(0)]
-        : []),
-      "--- static review + run + validation ---",
-      run.log,
-      ...(diffRel ? [`--- diff: ${diffRel} ---`] : []),
-    ].join("\n");
+    const error = attemptError(passed, agentResult?.error, run.error);
+    const log = attemptLog({
+      n,
+      kind,
+      tokens: t,
+      agentLog: agentResult?.log,
+      subAgentLog: orchestrator?.log.splice(0),
+      runLog: run.log,
+      diff: diffRel,
+    });
     const ledgerId = recorder.current;
     recorder.close({
       passed,
@@ -375,17 +378,10 @@ export async function buildStep(
     } else if (locked) {
       await close(
         "fast_path",
-        {
-          outcome: "missing_script",
-          fastPath: false,
-          exitCode: null,
-          durationMs: null,
-          error: "lock_code is set and there is no saved script: unlock the step to build one",
-          log: "no saved script; lock_code is set",
-          protection: "none",
-          failureReason: null,
-          metadataRecorded: false,
-        },
+        notRunAttempt(
+          "lock_code is set and there is no saved script: unlock the step to build one",
+          "no saved script; lock_code is set",
+        ),
         undefined,
         undefined,
       );
@@ -495,16 +491,5 @@ async function evaluateOrMissing(
   codeDir: string,
 ): Promise<LearnedStepResult> {
   if (existsSync(join(codeDir, SCRIPT))) return evaluate();
-  const error = "the agent did not write code/main.py";
-  return {
-    outcome: "missing_script",
-    fastPath: false,
-    exitCode: null,
-    durationMs: null,
-    error,
-    log: error,
-    protection: "none",
-    failureReason: null,
-    metadataRecorded: false,
-  };
+  return notRunAttempt("the agent did not write code/main.py");
 }

@@ -5,17 +5,10 @@
  * refused, and the refusal is the tool's result. Bridge tools go over HTTP to the run's tool
  * bridge with its bearer token, like a script's calls.
  */
-import {
-  appendFileSync,
-  lstatSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  statSync,
-} from "node:fs";
-import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
 import { isAllowed, parseToolName, toolRoute } from "../bridge/index.js";
+import { confinePath, PathRefused } from "../exec/index.js";
 import type { LoopTool } from "../model/index.js";
 import { type BridgeProvider, writeFileAtomic } from "../workflow/index.js";
 import {
@@ -50,32 +43,24 @@ function int(a: Record<string, unknown>, key: string, tool: string): number | un
 }
 
 /**
- * `path` inside `root`, or a refusal. The deepest existing ancestor is resolved through symbolic
- * links, so a link pointing out of the folder cannot be used to read or write outside it.
+ * `path` inside `root`, or a refusal: the one path confinement of `exec/` (`confinePath`). Relative
+ * paths, or absolute ones inside the folder; no `..` out; symbolic links only while they stay
+ * inside, and never the path itself when writing; `forbidden` first segments refused.
  */
 export function confinedPath(
   root: string,
   path: string,
   tool: string,
   forbidden: readonly string[] = [],
+  mode: "read" | "write" = "read",
 ): string {
-  if (path.trim() === "" || isAbsolute(path))
-    throw new ToolRefusal(`${tool} refused: ${JSON.stringify(path)} must be a path relative to the folder`);
-  const abs = resolve(root, path);
-  const rel = relative(root, abs);
-  if (rel === "" || rel.startsWith("..") || isAbsolute(rel))
-    throw new ToolRefusal(`${tool} refused: ${path} is outside the folder you work in`);
-  const realRoot = realpathSync(root);
-  let probe = abs;
-  while (!statSync(probe, { throwIfNoEntry: false }) && probe !== root) probe = dirname(probe);
-  const realProbe = realpathSync(probe);
-  if (realProbe !== realRoot && !realProbe.startsWith(realRoot + sep))
-    throw new ToolRefusal(`${tool} refused: ${path} leads outside the folder through a symbolic link`);
-  if (lstatSync(abs, { throwIfNoEntry: false })?.isSymbolicLink())
-    throw new ToolRefusal(`${tool} refused: ${path} is a symbolic link`);
-  const first = rel.split(sep)[0] ?? "";
-  if (forbidden.includes(first)) throw new ToolRefusal(`${tool} refused: ${first}/ is not yours to change`);
-  return abs;
+  try {
+    return confinePath(root, path, { mode, allowAbsolute: true, forbidden, rootName: "folder you work in" })
+      .abs;
+  } catch (e) {
+    if (e instanceof PathRefused) throw new ToolRefusal(`${tool} refused: ${e.message}`);
+    throw e;
+  }
 }
 
 function splitLines(text: string): string[] {
@@ -144,7 +129,7 @@ export function fileTools(
         const content = str(a, "content", writeName) as string;
         if (Buffer.byteLength(content) > TOOL_FILE_MAX_BYTES)
           throw new ToolRefusal(`${writeName}: content is larger than ${TOOL_FILE_MAX_BYTES} bytes`);
-        const abs = confinedPath(root, path, writeName, forbidden);
+        const abs = confinedPath(root, path, writeName, forbidden, "write");
         mkdirSync(dirname(abs), { recursive: true });
         writeFileAtomic(abs, content);
         opts.onWrite?.(abs);
@@ -168,7 +153,7 @@ export function fileTools(
         const path = str(a, "path", "edit_file") as string;
         const oldText = str(a, "old_text", "edit_file") as string;
         const newText = str(a, "new_text", "edit_file") as string;
-        const abs = confinedPath(root, path, "edit_file", forbidden);
+        const abs = confinedPath(root, path, "edit_file", forbidden, "write");
         const text = readText(abs, path);
         if (oldText === "") throw new ToolRefusal("edit_file: old_text must not be empty");
         const count = text.split(oldText).length - 1;

@@ -5,7 +5,7 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { ErrorCode, RatchetError } from "../core/index.js";
-import { killAllRunning } from "../exec/index.js";
+import { formatGuarantees, killAllRunning } from "../exec/index.js";
 import {
   doctor,
   ExecutionMode,
@@ -426,6 +426,8 @@ export async function cmdDoctor(opts: { json?: boolean }): Promise<number> {
       `write protection: python=${report.write_protection.python} javascript=${report.write_protection.javascript}`,
     );
     out(`  ${report.write_protection.reason}`);
+    out("guarantees on this machine:");
+    for (const line of formatGuarantees(report.guarantees)) out(`  ${line}`);
     out(report.ok ? "doctor: ok" : "doctor: required tools are missing (python3 and git are required)");
   }
   return report.ok ? 0 : 8;

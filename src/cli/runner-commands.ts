@@ -275,8 +275,13 @@ export async function runnerDoctor(o: { json?: boolean }): Promise<number> {
       });
     }
   }
-  const { detectSandbox } = await import("../workflow/sandbox.js");
+  const { confineLauncher, detectSandbox, formatGuarantees, guaranteeReport } = await import(
+    "../exec/index.js"
+  );
   const sandbox = await detectSandbox({ languages: ["python"], refresh: true });
+  const guarantees = guaranteeReport(
+    sandbox.python === "landlock" ? confineLauncher(sandbox) : { kind: "none", reason: sandbox.reason },
+  );
   const confined = sandbox.python === "landlock";
   checks.push({
     name: "sandbox",
@@ -307,8 +312,12 @@ export async function runnerDoctor(o: { json?: boolean }): Promise<number> {
       leaked.length === 0 ? "none" : `${leaked.join(", ")} (remove with git worktree remove --force <path>)`,
   });
   const ok = checks.filter((c) => c.name === "git" || c.name === "model").every((c) => c.ok);
-  print(o.json, { ok, op: "runner-doctor", checks }, () =>
-    checks.map((c) => `${c.ok ? "ok  " : "FAIL"} ${c.name}: ${c.detail}`).join("\n"),
+  print(o.json, { ok, op: "runner-doctor", checks, guarantees }, () =>
+    [
+      ...checks.map((c) => `${c.ok ? "ok  " : "FAIL"} ${c.name}: ${c.detail}`),
+      "guarantees for runner commands on this machine:",
+      ...formatGuarantees(guarantees).map((l) => `  ${l}`),
+    ].join("\n"),
   );
   return ok ? 0 : 8;
 }

@@ -27,3 +27,12 @@ export const STREAM_CLOSE_GRACE_MS = 500;
  * in milliseconds. Only reached when a process cannot die (e.g. stuck in uninterruptible I/O).
  */
 export const POST_KILL_WAIT_MS = 5000;
+
+/** Time limit of one sandbox or tool probe (`bwrap … true`, `python3 --version`), in milliseconds. */
+export const PROBE_TIMEOUT_MS = 10_000;
+
+/**
+ * How often a finished run checks whether the leftovers of its process group are gone, in
+ * milliseconds (only while leftovers exist: a parent cannot wait for non-children).
+ */
+export const DRAIN_POLL_MS = 20;

@@ -4,6 +4,9 @@
  * leave the group. The registry lets a shutting-down parent kill all of them.
  */
 
+import { readdirSync, readFileSync } from "node:fs";
+import { DRAIN_POLL_MS, POST_KILL_WAIT_MS } from "./limits.js";
+
 /** A process group the registry can stop: a running process, or the leftovers of a finished one. */
 export interface LiveGroup {
   /** The process group id (the pid of the direct child). */
@@ -79,31 +82,79 @@ export function killAllRunning(opts: KillAllOptions = {}): Promise<number> {
 }
 
 /**
- * Kills what is left in a group after its leader exited: SIGTERM now, SIGKILL after `graceMs`
- * unless the group is gone by then. Tracked in the registry until done; the timer does not keep
- * the parent alive (the exit hook covers that case).
+ * Whether group `pgid` still has a RUNNING member. A zombie nobody reaps (in a container PID 1 may
+ * not reap orphans) runs nothing and writes nothing, so it does not count. Where `/proc` cannot be
+ * read, any member counts.
  */
-export function reapLeftovers(pgid: number, graceMs: number, alreadyTerminated: boolean): void {
-  if (!signalGroup(pgid, 0)) return;
-  if (!alreadyTerminated) signalGroup(pgid, "SIGTERM");
-  let timer: NodeJS.Timeout | undefined;
-  const group: LiveGroup = {
-    pgid,
-    shutdown: () => {
-      group.killNow();
-      return Promise.resolve();
-    },
-    killNow: () => {
-      if (timer) clearTimeout(timer);
-      signalGroup(pgid, "SIGKILL");
-      unregisterGroup(group);
-    },
-  };
-  if (graceMs <= 0) {
-    signalGroup(pgid, "SIGKILL");
-    return;
+export function groupHasLive(pgid: number): boolean {
+  if (!signalGroup(pgid, 0)) return false;
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((n) => /^\d+$/.test(n));
+  } catch {
+    return true;
   }
-  registerGroup(group);
-  timer = setTimeout(() => group.killNow(), graceMs);
-  timer.unref();
+  for (const pid of pids) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      continue;
+    }
+    // After "(comm)": state ppid pgrp …
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(fields[2]) === pgid && fields[0] !== "Z") return true;
+  }
+  return false;
+}
+
+/**
+ * Kills what is left in a group after its leader exited and resolves only once no member is
+ * running: SIGTERM now (unless `alreadyTerminated`), SIGKILL after `graceMs` (at once when
+ * `killNow`), then at most {@link POST_KILL_WAIT_MS} more for the kernel to finish them (a process
+ * stuck in uninterruptible I/O). So a run resolves — and a step is validated — only when nothing it
+ * started can still write. Tracked in the registry while it drains (the exit hook SIGKILLs it).
+ * A bounded poll every {@link DRAIN_POLL_MS}: a parent cannot wait for processes that are not its
+ * children.
+ */
+export function drainGroup(
+  pgid: number,
+  graceMs: number,
+  opts: { alreadyTerminated?: boolean; killNow?: boolean } = {},
+): Promise<void> {
+  if (!groupHasLive(pgid)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const started = performance.now();
+    let killedAt: number | undefined;
+    const kill = (): void => {
+      if (killedAt !== undefined) return;
+      killedAt = performance.now();
+      signalGroup(pgid, "SIGKILL");
+    };
+    let finished = false;
+    const done = (): void => {
+      if (finished) return;
+      finished = true;
+      unregisterGroup(group);
+      resolve();
+    };
+    const group: LiveGroup = {
+      pgid,
+      shutdown: () => {
+        kill();
+        return new Promise((r) => setTimeout(r, 0));
+      },
+      killNow: () => signalGroup(pgid, "SIGKILL"),
+    };
+    registerGroup(group);
+    if (opts.killNow || graceMs <= 0) kill();
+    else if (!opts.alreadyTerminated) signalGroup(pgid, "SIGTERM");
+    const tick = (): void => {
+      const t = performance.now();
+      if (killedAt === undefined && t - started >= graceMs) kill();
+      if (!groupHasLive(pgid) || (killedAt !== undefined && t - killedAt >= POST_KILL_WAIT_MS)) done();
+      else setTimeout(tick, DRAIN_POLL_MS);
+    };
+    setTimeout(tick, DRAIN_POLL_MS);
+  });
 }

@@ -102,6 +102,13 @@ describe("after the direct child exits", () => {
     expect(await waitGone(grandchildOf(r.stdout))).toBe(true);
   });
 
+  it("resolves only once the leftovers are gone, one that ignores SIGTERM included", async () => {
+    const r = await bash('(trap "" TERM; exec sleep 30) >/dev/null 2>&1 & echo $!');
+    expect(r.exitCode).toBe(0);
+    // Checked the moment the run resolves: no waiting here.
+    expect(isGone(grandchildOf(r.stdout))).toBe(true);
+  });
+
   it("leaves them alone with killGroupOnExit: false", async () => {
     const r = await bash("sleep 30 >/dev/null 2>&1 & echo $!", { killGroupOnExit: false });
     const pid = grandchildOf(r.stdout);

@@ -9,13 +9,7 @@ import { closeSync, openSync, writeSync } from "node:fs";
 import { lazyBuiltin } from "../core/index.js";
 import { HeadTailCapture } from "./capture.js";
 import { POST_KILL_WAIT_MS, STREAM_CLOSE_GRACE_MS } from "./limits.js";
-import {
-  type LiveGroup,
-  reapLeftovers,
-  registerGroup,
-  signalGroup,
-  unregisterGroup,
-} from "./process-group.js";
+import { drainGroup, type LiveGroup, registerGroup, signalGroup, unregisterGroup } from "./process-group.js";
 import {
   type CompiledRunRequest,
   checkCwd,
@@ -185,12 +179,17 @@ function supervise(
     child.stdin?.destroy();
     child.stdout?.destroy();
     child.stderr?.destroy();
-    if (pid !== undefined) {
-      if (killStage === 2) signalGroup(pid, "SIGKILL");
-      else if (killStage === 1 || streamsHeldOpen || c.killGroupOnExit) {
-        reapLeftovers(pid, c.killGraceMs, killStage === 1);
-      }
-    }
+    // The run resolves only once nothing of its group is running (ARCHITECTURE.md, "Leftovers").
+    const drained =
+      pid !== undefined && (killStage > 0 || streamsHeldOpen || c.killGroupOnExit)
+        ? // A time-out or cancellation keeps its SIGTERM grace; leftovers of a leader that exited on
+          // its own are SIGKILLed at once (they have no claim to a grace: the run is over).
+          drainGroup(pid, c.killGraceMs, { alreadyTerminated: killStage === 1, killNow: killStage !== 1 })
+        : Promise.resolve();
+    void drained.then(settleNow);
+  }
+
+  function settleNow(): void {
     if (fd !== undefined) {
       try {
         closeSync(fd);

@@ -45,8 +45,8 @@ export interface RunRequest {
    */
   combinedFile?: string;
   /**
-   * After the direct child exits, kill whatever is left in its process group (SIGTERM, then SIGKILL
-   * after `killGraceMs`) so no orphan outlives the run. Default `true`.
+   * After the direct child exits, SIGKILL whatever is left in its process group, and resolve only
+   * once none of it is running, so no orphan outlives the run (nor writes after it). Default `true`.
    */
   killGroupOnExit?: boolean;
 }

@@ -4,7 +4,7 @@
  * a blob, add the `--- exit_code=N, runtime=Ns ---` footer, then complete or fail the step — and
  * report the command's own exit status.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -14,7 +14,19 @@ import {
   LOG_HEAD_BYTES,
   LOG_TAIL_BYTES,
 } from "../core/index.js";
-import { buildEnv, type ProcessRunner, type RunResult, realProcessRunner } from "../exec/index.js";
+import {
+  buildEnv,
+  compileConfinement,
+  DEFAULT_KILL_GRACE_MS,
+  type Launcher,
+  launcherTimedOut,
+  type ProcessRunner,
+  type RunResult,
+  realProcessRunner,
+  Supervise,
+  supervisorLauncher,
+  sweepStaleDirs,
+} from "../exec/index.js";
 import type { RunInput } from "./inputs.js";
 import type { Ledger } from "./ledger.js";
 import { parseMetricLines } from "./metrics.js";
@@ -27,6 +39,12 @@ export interface RunStepOptions {
   /** Live output, secrets masked line by line (the CLI streams it to stderr so the caller sees progress). */
   onOutput?: (chunk: Buffer) => void;
   env?: NodeJS.ProcessEnv;
+  /**
+   * The supervisor (`ratchet-confine --supervise-only --timeout-ms …`): the command is killed at
+   * its time limit, with everything it started, even when Ratchet itself is killed -9. Default: the
+   * built launcher when its probe passes (none when a custom `runner` is given).
+   */
+  launcher?: Launcher;
 }
 
 /** Exit status reported for a command that could not be started (as a shell does). */
@@ -55,31 +73,7 @@ export const RUN_DIR_PREFIX = "ratchet-run-";
  * hold the command's raw output. Returns the folders removed.
  */
 export function cleanStaleRunDirs(dir: string): string[] {
-  const removed: string[] = [];
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return removed;
-  }
-  for (const name of names) {
-    const m = /^ratchet-run-(\d+)-/.exec(name);
-    if (!m) continue;
-    const pid = Number(m[1]);
-    if (pid === process.pid || isAlive(pid)) continue;
-    rmSync(join(dir, name), { recursive: true, force: true });
-    removed.push(name);
-  }
-  return removed;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
+  return sweepStaleDirs(dir, RUN_DIR_PREFIX);
 }
 
 /**
@@ -138,19 +132,36 @@ export async function runStep(ledger: Ledger, input: RunInput, opts: RunStepOpti
         (t) => opts.onOutput?.(Buffer.from(t)),
       )
     : undefined;
-  if (opts.tmpDir) cleanStaleRunDirs(opts.tmpDir);
+  cleanStaleRunDirs(opts.tmpDir ?? tmpdir());
   // The folder name carries our pid so a later sweep can remove what a killed run left behind.
   const dir = mkdtempSync(join(opts.tmpDir ?? tmpdir(), `${RUN_DIR_PREFIX}${process.pid}-`));
   const fullFile = join(dir, "combined.out");
   const started = Date.now();
+  // A trusted command: supervised, not confined. The supervisor owns the time limit.
+  const launcher: Launcher =
+    opts.launcher ??
+    (opts.runner ? { kind: "none", reason: "custom process runner" } : await supervisorLauncher());
+  const door = compileConfinement(
+    {
+      readRoots: [],
+      writeRoots: [],
+      writeFiles: [],
+      env: buildEnv({ inherit: "all", base: opts.env ?? process.env }),
+      timeoutMs: (input.timeout_seconds ?? DEFAULT_STEP_RUN_TIMEOUT_SECONDS) * 1000,
+      killGraceMs: DEFAULT_KILL_GRACE_MS,
+      supervise: Supervise.SuperviseOnly,
+      cleanup: [],
+    },
+    launcher,
+  );
   let result: RunResult;
   try {
     result = await (opts.runner ?? realProcessRunner).run({
-      command: "bash",
-      args: ["-c", input.command],
+      ...door.command("bash", ["-c", input.command]),
       cwd: input.cwd ?? process.cwd(),
-      env: buildEnv({ inherit: "all", base: opts.env ?? process.env }),
-      timeoutMs: (input.timeout_seconds ?? DEFAULT_STEP_RUN_TIMEOUT_SECONDS) * 1000,
+      env: door.env,
+      timeoutMs: door.runnerTimeoutMs,
+      killGraceMs: door.killGraceMs,
       ...(opts.signal ? { signal: opts.signal } : {}),
       combinedFile: fullFile,
       ...(live ? { onOutput: (chunk: Buffer) => live.write(chunk) } : {}),
@@ -159,6 +170,7 @@ export async function runStep(ledger: Ledger, input: RunInput, opts: RunStepOpti
     clearInterval(timer);
     live?.flush();
   }
+  if (launcherTimedOut(door, result.exitCode, result.stderr)) result = { ...result, timedOut: true };
   let full: string;
   try {
     full = readFileSync(fullFile, "utf8");

@@ -3,9 +3,20 @@
  * Required: python3 (learned scripts) and git (the runner). Optional: ratchet-confine (built by
  * `npm run build`; Landlock write scope for Python) and bwrap (bubblewrap, the fallback).
  */
-import { buildEnv, type ProcessRunner, realProcessRunner } from "../exec/index.js";
-import { PROBE_TIMEOUT_MS } from "./run-limits.js";
-import { CONFINE_FILE, detectSandbox, findConfine, findExecutable, type SandboxInfo } from "./sandbox.js";
+import {
+  buildEnv,
+  CONFINE_FILE,
+  confineLauncher,
+  detectSandbox,
+  findConfine,
+  findExecutable,
+  type GuaranteeReport,
+  guaranteeReport,
+  PROBE_TIMEOUT_MS,
+  type ProcessRunner,
+  realProcessRunner,
+  type SandboxInfo,
+} from "../exec/index.js";
 
 export interface ToolReport {
   name: string;
@@ -21,6 +32,8 @@ export interface DoctorReport {
   ok: boolean;
   tools: ToolReport[];
   write_protection: SandboxInfo;
+  /** Per guarantee (writes, reads, metadata, signals, proc, supervision): enforced here or not. */
+  guarantees: GuaranteeReport[];
 }
 
 async function tool(
@@ -76,7 +89,7 @@ export async function doctor(
       findConfine(),
       ["--probe"],
       false,
-      "Landlock write scope for Python scripts (built by `npm run build` with a C compiler)",
+      "Landlock confinement of Python and JS scripts and runner commands (built by `npm run build` with a C compiler)",
       env,
       runner,
     ),
@@ -91,5 +104,6 @@ export async function doctor(
     ),
   ];
   const write_protection = await detectSandbox({ env, runner, refresh: true });
-  return { ok: tools.every((t) => !t.required || t.found), tools, write_protection };
+  const guarantees = guaranteeReport(confineLauncher(write_protection));
+  return { ok: tools.every((t) => !t.required || t.found), tools, write_protection, guarantees };
 }

@@ -25,7 +25,21 @@ import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { helperFiles, JAVASCRIPT_HELPER_FILE, PYTHON_HELPER_FILE } from "../bridge/helper-files.js";
 import { type Clock, type Redactor, systemClock } from "../core/index.js";
-import { buildEnv, type ProcessRunner, type RunResult, realProcessRunner } from "../exec/index.js";
+import {
+  buildEnv,
+  findExecutable,
+  isSandboxSetupFailure,
+  launcherTimedOut,
+  type ProcessRunner,
+  type RunResult,
+  readRoots,
+  realProcessRunner,
+  resolveNode,
+  resolvePython,
+  type SandboxInfo,
+  stepDirPrefix,
+  wrapCommand,
+} from "../exec/index.js";
 import { type ReviewReport, reviewScript } from "../review/index.js";
 import { CONTRACT_FILE, changedContractFields } from "./contract.js";
 import {
@@ -39,7 +53,6 @@ import {
 import { recordScriptRun, SCRIPT_METADATA_FILE } from "./metadata.js";
 import { classifyScriptRun, describeScriptFailure, type FailureReason } from "./outcomes.js";
 import { ERROR_MAX_ISSUES, ERROR_TAIL_BYTES, STEP_MAX_CAPTURE_BYTES } from "./run-limits.js";
-import { findExecutable, isSandboxSetupFailure, type SandboxInfo, wrapCommand } from "./sandbox.js";
 import { StepOutcome, type ValidationResult, type Workflow, type WorkflowStep } from "./types.js";
 import { validateOutputs } from "./validation.js";
 
@@ -73,6 +86,12 @@ export interface LearnedStepInput {
   timeoutSeconds: number;
   groupName: string | null;
   sandbox: SandboxInfo;
+  /**
+   * The read-root policy of the run (exec/read-roots.ts): `sandbox.read_roots` of the config and
+   * the secret folders (the workspace's `.ratchet/`) no root may expose. The workflow folder's own
+   * `.ratchet/` is always forbidden.
+   */
+  readPolicy?: { readRoots: readonly string[]; secretDirs: readonly string[] };
   redactor: Redactor;
   signal?: AbortSignal;
   runner?: ProcessRunner;
@@ -269,8 +288,14 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   // 3. The interpreter, the tool bridge, the command line under write protection.
   const baseEnv = input.baseEnv ?? process.env;
   const interpreterName = saved.language === "python" ? "python3" : "node";
-  const interpreter =
-    saved.language === "python" ? findExecutable("python3", baseEnv.PATH) : process.execPath;
+  // The real interpreter, not a version manager's shim: its prefixes become the read roots.
+  const resolved =
+    saved.language === "python"
+      ? findExecutable("python3", baseEnv.PATH)
+        ? await resolvePython(baseEnv)
+        : undefined
+      : resolveNode();
+  const interpreter = resolved?.executable;
   const shownCmd =
     `$ ${interpreterName}${saved.language === "python" ? " -B" : ""} ${scriptName} ${input.dependencyDirs.join(" ")}`.trimEnd();
   if (!interpreter) {
@@ -286,11 +311,13 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     );
     return notRun(StepOutcome.HarnessFailed, error, `${shownCmd}\n${error}`);
   }
-  // Under Landlock /tmp stays read-only: the script gets a private TMPDIR, removed after it ends.
-  const tmpDir =
-    saved.language === "python" && input.sandbox.python === "landlock"
-      ? mkdtempSync(join(tmpdir(), "ratchet-step-"))
-      : undefined;
+  // Under Landlock /tmp stays read-only: the script gets a private TMPDIR, removed after it ends
+  // (by the launcher even when Ratchet is killed; its name carries our pid for the next run's sweep).
+  const underLandlock =
+    saved.language === "python"
+      ? input.sandbox.python === "landlock"
+      : input.sandbox.javascript.startsWith("landlock");
+  const tmpDir = underLandlock ? mkdtempSync(join(tmpdir(), stepDirPrefix())) : undefined;
   const dropTmp = (): void => {
     if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
   };
@@ -320,7 +347,17 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
       outputDir,
       // The interpreter's folder too: a python3 installed under /tmp must stay visible in the sandbox.
       readDirs: [workflowHome(wf), ...input.dependencyDirs, dirname(interpreter)],
-      ...(tmpDir ? { tmpDir } : {}),
+      readRoots: readRoots({
+        interpreters: resolved?.roots ?? [],
+        own: [workflowHome(wf), ...input.dependencyDirs],
+        extra: input.readPolicy?.readRoots ?? [],
+        forbid: {
+          home: baseEnv.HOME,
+          secretDirs: [join(workflowHome(wf), ".ratchet"), ...(input.readPolicy?.secretDirs ?? [])],
+        },
+      }),
+      ...(tmpDir ? { tmpDir, cleanup: [tmpDir] } : {}),
+      timeoutMs: input.timeoutSeconds * 1000,
     },
     input.sandbox,
   );
@@ -339,7 +376,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     args: wrapped.args,
     cwd: codeDir,
     env,
-    timeoutMs: input.timeoutSeconds * 1000,
+    timeoutMs: wrapped.runnerTimeoutMs,
     maxCaptureBytes: STEP_MAX_CAPTURE_BYTES,
     signal,
   });
@@ -351,8 +388,10 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     dropTmp();
     throw e;
   }
-  const r: RunResult = await running;
+  const raw: RunResult = await running;
   dropTmp();
+  // The launcher's own time limit (v2) ends the script with exit 124 and its one line.
+  const r: RunResult = launcherTimedOut(wrapped, raw.exitCode, raw.stderr) ? { ...raw, timedOut: true } : raw;
   const durationMs = r.durationMs;
   const output = redactor.redact(r.combined);
   const header = `${shownCmd}\n${protectionNote}\n`;

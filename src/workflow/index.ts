@@ -80,19 +80,13 @@ export {
   PROMOTION_MIN_SUCCESSES,
   STEP_MAX_CAPTURE_BYTES,
 } from "./run-limits.js";
+export type { RunSetup, RunSetupInput } from "./run-setup.js";
+export { prepareRunSetup } from "./run-setup.js";
 export { dependencyDirs } from "./run-steps.js";
 export type { RunStepOutcome, StepEvidence, WorkflowRunRow, WorkflowStepRunRow } from "./run-store.js";
 export { RunStatus, RunStore, summariseEvidence } from "./run-store.js";
 export type { RunContext, RunProgress, RunReport, RunWorkflowOptions, StepReport } from "./runs.js";
 export { RunTrigger, runWorkflow } from "./runs.js";
-export type { SandboxInfo, ScriptCommand, WrappedCommand } from "./sandbox.js";
-export {
-  detectSandbox,
-  findExecutable,
-  nodeHasNetPermission,
-  sandboxDisabled,
-  wrapCommand,
-} from "./sandbox.js";
 export {
   loadWorkflow,
   normaliseSecretName,

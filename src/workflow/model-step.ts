@@ -7,9 +7,8 @@
  */
 import type { BuiltinToolSpec } from "../bridge/index.js";
 import type { Clock, Redactor } from "../core/index.js";
-import type { ProcessRunner } from "../exec/index.js";
+import type { ProcessRunner, SandboxInfo } from "../exec/index.js";
 import type { BridgeProvider, LearnedStepResult } from "./fast-path.js";
-import type { SandboxInfo } from "./sandbox.js";
 import type { Workflow, WorkflowStep } from "./types.js";
 
 export interface ModelStepInput {

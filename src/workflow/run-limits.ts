@@ -23,9 +23,6 @@ export const ERROR_MAX_ISSUES = 5;
 /** Extra seconds a run's ledger lease lasts beyond the step's time limit. */
 export const LEASE_MARGIN_SECONDS = 5 * 60;
 
-/** Time limit of one sandbox or tool probe (`bwrap … true`, `python3 --version`), in milliseconds. */
-export const PROBE_TIMEOUT_MS = 10_000;
-
 /** Successful runs a step needs before `workflow config --mode learn_code` promotes it without `--force`. */
 export const PROMOTION_MIN_SUCCESSES = 10;
 

@@ -1,18 +1,8 @@
-/**
- * Workflow runs. A run executes the selected steps in dependency order and never calls a model:
- * a `learn_code` step runs its saved script (the fast path); a `direct` / `code_exec` step fails
- * with `needs_model`; a step whose dependency did not pass is `skipped`. Every run is recorded as a
- * ledger plan (`kind: workflow_run`, one step per selected workflow step, tokens 0) and in the run
- * tables, each step's ledger transition and run row in one transaction. Scripts reach tools through
- * one tool bridge per run (run-bridge.ts), started when the first script is about to run and closed
- * when the run ends, however it ends.
- */
-import { rmSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import type { BridgeConfig } from "../bridge/index.js";
 import { type Clock, systemClock } from "../core/index.js";
-import type { ProcessRunner } from "../exec/index.js";
+import type { ProcessRunner, SandboxInfo, ScriptLanguage } from "../exec/index.js";
 import type { Ledger } from "../ledger/index.js";
 import { cachedReviewer } from "../review/cache.js";
 import type { SqliteStore, Workspace } from "../store/index.js";
@@ -20,8 +10,6 @@ import {
   type BridgeEndpoint,
   type BridgeProvider,
   type LearnedStepResult,
-  notRun,
-  type PreparedStep,
   prepareLearnedStep,
   savedLanguage,
 } from "./fast-path.js";
@@ -30,12 +18,14 @@ import { newRunId, stepOutputDir, workflowHome } from "./layout.js";
 import { isOrchestrator, type ModelStepRunner, type OrchestratorContext } from "./model-step.js";
 import { resolveMode } from "./modes.js";
 import { executionOrder, selectSteps } from "./order.js";
+import { type OutputSeal, sealBroken, sealOutputs } from "./output-seal.js";
 import { RunBridge } from "./run-bridge.js";
 import { DEFAULT_STEP_TIMEOUT_SECONDS, LEASE_MARGIN_SECONDS } from "./run-limits.js";
-import { dependencyDirs, ledgerType, recordStep, runLearnedStepSafely } from "./run-steps.js";
-import { RunStatus, type RunStepOutcome, RunStore } from "./run-store.js";
-import { detectSandbox, type SandboxInfo, type ScriptLanguage } from "./sandbox.js";
-import { resolveSecrets, resolveVariables } from "./secrets.js";
+import { DeferredMetadata, discardPrepared, NextStep } from "./run-overlap.js";
+import { planSteps, runEnding, stepReport, whyNotRun } from "./run-report.js";
+import { prepareRunSetup } from "./run-setup.js";
+import { dependencyDirs, recordStep, runLearnedStepSafely } from "./run-steps.js";
+import { type RunStatus, type RunStepOutcome, RunStore } from "./run-store.js";
 import { ExecutionMode, StepOutcome, type Workflow, type WorkflowStep } from "./types.js";
 
 /** How a run was started. */
@@ -140,28 +130,14 @@ export async function runWorkflow(
 ): Promise<RunReport> {
   const env = opts.env ?? process.env;
   const clock = opts.clock ?? systemClock;
-  const timeoutSeconds = opts.stepTimeoutSeconds ?? DEFAULT_STEP_TIMEOUT_SECONDS;
   const trigger = opts.trigger ?? RunTrigger.Manual;
-
-  // Everything that can refuse the run happens before anything is recorded.
-  const variables = resolveVariables(wf, { cli: opts.vars ?? {}, group: opts.group, env });
-  const secrets = resolveSecrets(wf, {
-    env,
-    secretsFile: opts.secretsFile ?? join(ctx.workspace.dir, "secrets"),
-  });
   const redactor = ctx.ledger.redactor;
-  for (const [k, v] of Object.entries(secrets)) redactor.add(k, v);
   const order = executionOrder(wf.steps);
   const selected = selectSteps(order, opts.only);
   const byId = new Map(wf.steps.map((s) => [s.id, s]));
   const modes = new Map(
     selected.map((id) => [id, resolveMode(byId.get(id) as WorkflowStep, wf.defaults).mode]),
   );
-
-  const recovered = recoverInterruptedRuns(ctx).map((r) => r.run_id);
-  const runs = new RunStore(ctx.store);
-  // Reports of unchanged scripts come from the workspace's review cache (see review/cache.ts).
-  const review = cachedReviewer(join(ctx.workspace.dir, "cache", "review"));
 
   // Probe only the sandboxes this run needs.
   const languages = new Set<ScriptLanguage>();
@@ -170,7 +146,23 @@ export async function runWorkflow(
     const lang = savedLanguage(wf, id);
     if (lang) languages.add(lang);
   }
-  const sandbox = await detectSandbox({ languages: [...languages], env });
+  // Everything that can refuse the run happens before anything is recorded.
+  const { variables, secrets, sandbox, readPolicy, timeoutSeconds } = await prepareRunSetup({
+    workflow: wf,
+    workspaceDir: ctx.workspace.dir,
+    redactor,
+    languages: [...languages],
+    vars: opts.vars,
+    group: opts.group,
+    env,
+    secretsFile: opts.secretsFile,
+    stepTimeoutSeconds: opts.stepTimeoutSeconds,
+  });
+
+  const recovered = recoverInterruptedRuns(ctx).map((r) => r.run_id);
+  const runs = new RunStore(ctx.store);
+  // Reports of unchanged scripts come from the workspace's review cache (see review/cache.ts).
+  const review = cachedReviewer(join(ctx.workspace.dir, "cache", "review"));
 
   const runId = newRunId(clock.now());
   const owner = `${process.pid}@${hostname()}`;
@@ -178,15 +170,7 @@ export async function runWorkflow(
     const plan = ctx.ledger.publish(
       {
         goal: `run ${wf.id} ${runId}`,
-        steps: selected.map((id) => {
-          const step = byId.get(id) as WorkflowStep;
-          const mode = modes.get(id) as ExecutionMode;
-          return {
-            title: `${id} (${mode})`,
-            type: ledgerType(mode),
-            description: step.description,
-          };
-        }),
+        steps: planSteps(selected, byId, modes),
       },
       { kind: "workflow_run", cwd: workflowHome(wf) },
     );
@@ -213,6 +197,17 @@ export async function runWorkflow(
 
   const reports: StepReport[] = [];
   const outcomeOf = new Map<string, RunStepOutcome>();
+  // The validated outputs of this run's passed steps (output-seal.ts), checked before a dependent starts.
+  const seals = new Map<string, OutputSeal>();
+  const brokenSeal = (step: WorkflowStep): string | undefined => {
+    for (const dep of step.context_dependencies ?? []) {
+      const seal = seals.get(dep);
+      const broken = seal && sealBroken(stepOutputDir(wf, runId, dep), seal);
+      if (broken)
+        return `harness failure: the outputs of ${dep} changed after validation (${broken}); this step did not run`;
+    }
+    return undefined;
+  };
   const leaseSeconds = timeoutSeconds + LEASE_MARGIN_SECONDS;
   let cancelled = false;
   // The orchestrator step running now: `call_sub_agent` delegates on its behalf.
@@ -242,39 +237,16 @@ export async function runWorkflow(
     () =>
       given ? Promise.resolve(given) : (runBridge as RunBridge).endpoint(step.allowed_tools);
 
-  // The previous learned step's script_metadata.json update, done while the next script runs (or
-  // before anything else happens): it is off the critical path of the run but never skipped.
-  let deferred: { record: () => void; result: LearnedStepResult; report: StepReport } | undefined;
-  const flushDeferred = (): void => {
-    const d = deferred;
-    deferred = undefined;
-    if (!d) return;
-    d.record();
-    d.report.metadata_recorded = d.result.metadataRecorded;
-    if (d.result.metadataError) {
-      const note = `[${d.result.metadataError}]`;
-      ctx.store.tx(() => {
-        const row = ctx.store.getStep(d.report.ledger_step_id);
-        if (row) ctx.ledger.addLog(row, "run", note);
-      });
-    }
-  };
-
-  // The next learned step, prepared (reviewed, copied) while the current script runs.
-  let prefetch: { id: string; ready: Promise<PreparedStep | LearnedStepResult> } | undefined;
+  // The previous step's script_metadata.json update and the next step's preparation, both done
+  // while a script runs (run-overlap.ts).
+  const deferred = new DeferredMetadata(ctx);
+  const nextStep = new NextStep();
   const prepareNext = (i: number): void => {
     const next = selected[i + 1];
     if (next === undefined || cancelled || opts.signal?.aborted) return;
-    const nextStep = byId.get(next) as WorkflowStep;
-    if (modes.get(next) !== ExecutionMode.LearnCode || isOrchestrator(nextStep)) return;
-    const ready = prepareLearnedStep({ workflow: wf, step: nextStep, runId, review });
-    ready.catch(() => {}); // awaited (and reported) when the step's turn comes
-    prefetch = { id: next, ready };
-  };
-  /** A prepared step that will not run after all (skipped, cancelled): leave no folder behind. */
-  const discard = async (ahead: Promise<PreparedStep | LearnedStepResult> | undefined): Promise<void> => {
-    const ready = await ahead?.catch(() => undefined);
-    if (ready && "kind" in ready) rmSync(ready.outputDir, { recursive: true, force: true });
+    const step = byId.get(next) as WorkflowStep;
+    if (modes.get(next) !== ExecutionMode.LearnCode || isOrchestrator(step)) return;
+    nextStep.prepare(next, prepareLearnedStep({ workflow: wf, step, runId, review }));
   };
 
   try {
@@ -283,8 +255,7 @@ export async function runWorkflow(
       const mode = modes.get(id) as ExecutionMode;
       const ledgerStepId = ledgerIds[i] as string;
       opts.onProgress?.({ kind: "step_started", step_id: id, mode });
-      const prepared = prefetch?.id === id ? prefetch.ready : undefined;
-      if (prepared) prefetch = undefined;
+      const prepared = nextStep.take(id);
 
       let result: LearnedStepResult;
       let tokens = 0;
@@ -302,26 +273,27 @@ export async function runWorkflow(
         timeoutSeconds,
         groupName: opts.group ?? null,
         sandbox,
+        readPolicy,
         redactor,
         clock,
         ...(opts.signal ? { signal: opts.signal } : {}),
         ...(opts.runner ? { runner: opts.runner } : {}),
       });
-      if (cancelled || opts.signal?.aborted || "blocked" in deps) await discard(prepared);
-      if (cancelled || opts.signal?.aborted) {
-        cancelled = true;
-        result = notRun(StepOutcome.Skipped, "the run was cancelled before this step started");
-      } else if ("blocked" in deps) {
-        result = notRun(StepOutcome.Skipped, deps.blocked);
-      } else if (
-        (mode !== ExecutionMode.LearnCode || isOrchestrator(step)) &&
-        (opts.modelSteps === undefined || opts.modelSteps.unavailable !== undefined)
-      ) {
-        const why = opts.modelSteps?.unavailable ?? "no model is configured for this run";
-        result = notRun(
-          StepOutcome.NeedsModel,
-          `step ${id} ${mode === ExecutionMode.LearnCode ? "is an orchestrator whose sub-agents" : `runs in ${mode} mode and`} needs a model: ${why}`,
-        );
+      const depDirs = "blocked" in deps ? [] : deps.dirs;
+      const sealProblem = "blocked" in deps ? undefined : brokenSeal(step);
+      if (cancelled || opts.signal?.aborted || "blocked" in deps || sealProblem)
+        await discardPrepared(prepared);
+      if (opts.signal?.aborted) cancelled = true;
+      const notRunning = whyNotRun({
+        step,
+        mode,
+        cancelled,
+        blocked: "blocked" in deps ? deps.blocked : undefined,
+        sealProblem,
+        modelSteps: opts.modelSteps,
+      });
+      if (notRunning) {
+        result = notRunning;
       } else if (mode !== ExecutionMode.LearnCode) {
         ctx.store.tx(() => {
           ctx.ledger.start({
@@ -332,7 +304,7 @@ export async function runWorkflow(
           runs.startStep(runId, id, { fast_path: false });
         });
         const modelSteps = opts.modelSteps as ModelStepRunner;
-        const r = await modelSteps.runStep({ ...stepInput(deps.dirs), mode });
+        const r = await modelSteps.runStep({ ...stepInput(depDirs), mode });
         tokens = r.tokens;
         result = r;
         if (opts.signal?.aborted) cancelled = true;
@@ -365,12 +337,12 @@ export async function runWorkflow(
             ...(opts.signal ? { signal: opts.signal } : {}),
           };
         result = await runLearnedStepSafely({
-          ...stepInput(deps.dirs),
+          ...stepInput(depDirs),
           review,
           deferMetadata: true,
           whileRunning: () => {
             markStarted();
-            flushDeferred();
+            deferred.flush();
             prepareNext(i);
           },
           ...(prepared ? { prepared } : {}),
@@ -385,29 +357,26 @@ export async function runWorkflow(
         if (opts.signal?.aborted) cancelled = true;
       }
       outcomeOf.set(id, result.outcome);
+      if (result.outcome === StepOutcome.Passed && result.fastPath)
+        seals.set(id, sealOutputs(stepOutputDir(wf, runId, id)));
       const bridgeLog = runBridge?.takeLog() ?? [];
       const log =
         bridgeLog.length > 0 ? `${result.log}\n--- tool bridge ---\n${bridgeLog.join("\n")}` : result.log;
 
-      const report: StepReport = {
-        step_id: id,
-        ledger_step_id: ledgerStepId,
+      const report = stepReport({
+        id,
+        ledgerStepId,
         mode,
-        fast_path: result.fastPath,
-        outcome: result.outcome,
-        exit_code: result.exitCode,
-        duration_ms: result.durationMs === null ? null : Math.round(result.durationMs),
+        result,
         tokens,
-        error: result.error === null ? null : redactor.redact(result.error),
-        write_protection: result.protection,
-        metadata_recorded: result.metadataRecorded,
-        output_dir: result.fastPath ? stepOutputDir(wf, runId, id) : null,
-      };
+        outputDir: stepOutputDir(wf, runId, id),
+        redactor,
+      });
       recordStep(ctx, runs, runId, report, log, leaseSeconds);
       reports.push(report);
       // A step that did not start a script leaves nothing to overlap with: write now.
-      flushDeferred();
-      if (result.recordMetadata) deferred = { record: result.recordMetadata, result, report };
+      deferred.flush();
+      deferred.defer(result, report);
       opts.onProgress?.({ kind: "step_finished", step: report });
     }
   } catch (e) {
@@ -424,25 +393,14 @@ export async function runWorkflow(
     throw e;
   } finally {
     try {
-      flushDeferred();
-      await discard(prefetch?.ready);
+      deferred.flush();
+      await nextStep.discardAhead();
     } finally {
       await runBridge?.close();
     }
   }
 
-  const failed = reports.filter((r) => r.outcome !== StepOutcome.Passed);
-  const status: RunStatus = cancelled
-    ? RunStatus.Interrupted
-    : failed.length === 0
-      ? RunStatus.Passed
-      : RunStatus.Failed;
-  const error =
-    status === RunStatus.Passed
-      ? null
-      : cancelled
-        ? "the run was cancelled"
-        : `${failed.length} of ${reports.length} step${reports.length === 1 ? "" : "s"} did not pass: ${failed.map((f) => `${f.step_id} (${f.outcome})`).join(", ")}`;
+  const { status, error } = runEnding(reports, cancelled);
   runs.finishRun(runId, status, error);
   return {
     run_id: runId,

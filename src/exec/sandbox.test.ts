@@ -4,8 +4,8 @@ import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runProcess } from "../exec/index.js";
 import { waitGone } from "../testing/processes.js";
+import { runProcess } from "./index.js";
 import {
   allowedPythonLaunchers,
   detectSandbox,
@@ -50,7 +50,11 @@ describe("wrapCommand", () => {
       },
       none,
     );
-    expect(w).toEqual({ command: "/usr/bin/python3", args: ["-B", "main.py", "/d1"], protection: "none" });
+    expect(w).toMatchObject({
+      command: "/usr/bin/python3",
+      args: ["-B", "main.py", "/d1"],
+      protection: "none",
+    });
   });
 
   it("wraps python in bubblewrap: read-only root, fresh /tmp, readable inputs, writable output last", () => {
@@ -111,7 +115,7 @@ describe("wrapCommand", () => {
       },
       { ...both, python: "landlock", confinePath: "/r/ratchet-confine", landlockAbi: 6 },
     );
-    expect(w).toEqual({
+    expect(w).toMatchObject({
       command: "/r/ratchet-confine",
       args: [
         "--write",
@@ -142,7 +146,7 @@ describe("wrapCommand", () => {
       },
       both,
     );
-    expect(w).toEqual({
+    expect(w).toMatchObject({
       command: "/n/node",
       args: [
         "--experimental-permission",
@@ -166,7 +170,7 @@ describe("wrapCommand", () => {
         },
         none,
       ),
-    ).toEqual({ command: "/n/node", args: ["main.mjs"], protection: "none" });
+    ).toMatchObject({ command: "/n/node", args: ["main.mjs"], protection: "none" });
   });
 
   it("allows the network where Node's permission model covers it (Node 25+), so the tool bridge stays reachable", () => {

@@ -24,12 +24,26 @@
 import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { delimiter, isAbsolute, join } from "node:path";
 import { findAbove } from "../core/index.js";
-import { buildEnv, type ProcessRunner, realProcessRunner } from "../exec/index.js";
-import { PROBE_TIMEOUT_MS } from "./run-limits.js";
+import {
+  type ConfineFeatures,
+  type Confinement,
+  compileConfinement,
+  type Launcher,
+  parseProbe,
+  Supervise,
+} from "./door.js";
+import { buildEnv } from "./env.js";
+import { DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_KILL_GRACE_MS, PROBE_TIMEOUT_MS } from "./limits.js";
+import { realProcessRunner } from "./process-runner.js";
+import type { ProcessRunner } from "./types.js";
 
 export type ScriptLanguage = "python" | "javascript";
 export type PythonProtection = "landlock" | "bubblewrap" | "none";
-export type JavascriptProtection = "node-permission" | "none";
+/**
+ * `landlock+node-permission`: the script runs under `ratchet-confine` AND Node's permission model
+ * (so `process.kill(process.ppid, …)` and reads of other processes' `/proc` fail as for Python).
+ */
+export type JavascriptProtection = "landlock+node-permission" | "landlock" | "node-permission" | "none";
 
 /** What write protection is active for each script language, and why. */
 export interface SandboxInfo {
@@ -41,8 +55,10 @@ export interface SandboxInfo {
   bwrapPath?: string;
   /** Absolute path of `ratchet-confine` when `python` is `landlock`. */
   confinePath?: string;
-  /** The kernel's Landlock ABI version when `python` is `landlock` (6+ also scopes signals). */
+  /** The kernel's Landlock ABI version when `ratchet-confine` works (6+ also scopes signals). */
   landlockAbi?: number;
+  /** What the built `ratchet-confine` enforces here (its `--probe`), when it works. */
+  confineFeatures?: ConfineFeatures;
   /** The permission flag this Node accepts (`--permission` from Node 22/23, `--experimental-permission` on 20). */
   nodePermissionFlag?: string;
   /** Whether this Node accepts `--disable-warning=ExperimentalWarning` (keeps the script's stderr clean). */
@@ -52,6 +68,11 @@ export interface SandboxInfo {
    * `--allow-net`, or they could not reach the tool bridge.
    */
   nodeAllowNet?: boolean;
+  /**
+   * Whether this Node accumulates repeated `--allow-fs-read=PATH` flags: scripts then read only
+   * their read roots through Node's permission model too (on every launcher, v1 included).
+   */
+  nodeReadRoots?: boolean;
 }
 
 export interface DetectSandboxOptions {
@@ -70,6 +91,7 @@ interface PythonProbe {
   bwrap?: string;
   confine?: string;
   abi?: number;
+  features?: ConfineFeatures;
 }
 const pythonCache = new Map<string, Promise<PythonProbe>>();
 const jsCache = new Map<
@@ -80,6 +102,7 @@ const jsCache = new Map<
     flag?: string;
     disableWarning?: boolean;
     allowNet?: boolean;
+    readRoots?: boolean;
   }>
 >();
 
@@ -102,8 +125,8 @@ const CONFINE_CANDIDATES = [join("native", CONFINE_FILE), join("dist", "native",
 let confineFound: string | null | undefined;
 
 /**
- * The built `ratchet-confine`, found by walking up from this module (it works from `src/workflow/`
- * in tests, `dist/workflow/` and the bundle in `dist/bundle/`), or undefined when it was not built.
+ * The built `ratchet-confine`, found by walking up from this module (it works from `src/exec/`
+ * in tests, `dist/exec/` and the bundle in `dist/bundle/`), or undefined when it was not built.
  */
 export function findConfine(): string | undefined {
   if (confineFound === undefined)
@@ -164,7 +187,7 @@ function bwrapArgs(
 
 /**
  * `ratchet-confine`'s command line: `command` may write only under `writable` (folders) and to
- * `/dev/null`. Used for learned scripts here and for the runner's commands (runner/confine.ts).
+ * `/dev/null`. Used for learned scripts here and for the runner's commands (command-sandbox.ts).
  */
 export function confineArgs(writable: readonly string[], command: readonly string[]): string[] {
   return [...writable.flatMap((d) => ["--write", d]), "--write-file", "/dev/null", "--", ...command];
@@ -185,13 +208,14 @@ async function probeLandlock(runner: ProcessRunner, env: NodeJS.ProcessEnv): Pro
     timeoutMs: PROBE_TIMEOUT_MS,
     maxCaptureBytes: 64 * 1024,
   });
-  const abi = /landlock abi (\d+)/.exec(r.stdout);
-  if (r.exitCode === 0 && abi)
+  const features = parseProbe(r.stdout);
+  if (r.exitCode === 0 && features)
     return {
       p: "landlock",
-      why: `python: Landlock ABI ${abi[1]} + seccomp (${confine})`,
+      why: `python: Landlock ABI ${features.abi} + seccomp (${confine})`,
       confine,
-      abi: Number(abi[1]),
+      abi: features.abi,
+      features,
     };
   const detail = r.spawnError?.message ?? (r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`);
   return { p: "none", why: `python: Landlock cannot confine a script here (${detail})` };
@@ -251,14 +275,32 @@ async function probeNode(runner: ProcessRunner) {
       timeoutMs: PROBE_TIMEOUT_MS,
       maxCaptureBytes: 64 * 1024,
     });
-    if (r.exitCode === 0)
+    if (r.exitCode === 0) {
+      // Repeated --allow-fs-read flags must add up (older Nodes took one comma list, the last flag
+      // winning): reading the first path with a second, unrelated flag after it must work.
+      const reads = await runner.run({
+        command: process.execPath,
+        args: [
+          flag,
+          ...(disableWarning ? ["--disable-warning=ExperimentalWarning"] : []),
+          `--allow-fs-read=${process.execPath}`,
+          "--allow-fs-read=/nonexistent-ratchet-probe",
+          "-e",
+          "require('node:fs').openSync(process.execPath, 'r')",
+        ],
+        env: buildEnv({ inherit: "minimal" }),
+        timeoutMs: PROBE_TIMEOUT_MS,
+        maxCaptureBytes: 64 * 1024,
+      });
       return {
         j: "node-permission" as const,
         why: `javascript: Node permission model (${flag}, Node ${process.version})`,
         flag,
         disableWarning,
         allowNet,
+        readRoots: reads.exitCode === 0,
       };
+    }
   }
   return {
     j: "none" as const,
@@ -268,7 +310,8 @@ async function probeNode(runner: ProcessRunner) {
 
 /**
  * Probes (once per process, cached) which write protection is available for Python and for
- * JavaScript scripts. Never throws: a failed probe reports `none` with the reason.
+ * JavaScript scripts. Never throws: a failed probe reports `none` with the reason. JavaScript also
+ * runs under `ratchet-confine` when it works (and `RATCHET_SANDBOX` allows `landlock`).
  */
 export async function detectSandbox(opts: DetectSandboxOptions = {}): Promise<SandboxInfo> {
   const env = opts.env ?? process.env;
@@ -284,32 +327,89 @@ export async function detectSandbox(opts: DetectSandboxOptions = {}): Promise<Sa
   const key = `${env.PATH ?? ""}\0${allowedPythonLaunchers(env).join(",")}`;
   const reasons: string[] = [];
   const info: SandboxInfo = { python: "none", javascript: "none", reason: "" };
+  const setConfine = (p: PythonProbe): void => {
+    if (p.confine) info.confinePath = p.confine;
+    if (p.abi !== undefined) info.landlockAbi = p.abi;
+    if (p.features) info.confineFeatures = p.features;
+  };
   if (langs.includes("python")) {
     if (opts.refresh || !pythonCache.has(key)) pythonCache.set(key, probePython(env, runner));
     const p = await (pythonCache.get(key) as ReturnType<typeof probePython>);
     info.python = p.p;
     if (p.bwrap) info.bwrapPath = p.bwrap;
-    if (p.confine) info.confinePath = p.confine;
-    if (p.abi !== undefined) info.landlockAbi = p.abi;
+    setConfine(p);
     reasons.push(p.why);
   } else reasons.push("python: not probed");
   if (langs.includes("javascript")) {
     if (opts.refresh || !jsCache.has("node")) jsCache.set("node", probeNode(runner));
     const j = await (jsCache.get("node") as ReturnType<typeof probeNode>);
-    info.javascript = j.j;
     if (j.flag) info.nodePermissionFlag = j.flag;
     if (j.disableWarning !== undefined) info.nodeDisableWarning = j.disableWarning;
     if (j.allowNet) info.nodeAllowNet = true;
-    reasons.push(j.why);
+    if (j.readRoots) info.nodeReadRoots = true;
+    if (!info.confinePath && allowedPythonLaunchers(env).includes("landlock")) {
+      const lkey = `landlock\0${key}`;
+      if (opts.refresh || !pythonCache.has(lkey)) pythonCache.set(lkey, probeLandlock(runner, env));
+      setConfine(await (pythonCache.get(lkey) as Promise<PythonProbe>));
+    }
+    const confined = info.confinePath !== undefined && info.confineFeatures !== undefined;
+    info.javascript =
+      j.j === "node-permission"
+        ? confined
+          ? "landlock+node-permission"
+          : "node-permission"
+        : confined
+          ? "landlock"
+          : "none";
+    reasons.push(
+      confined
+        ? `${j.why.replace(/: writes are not confined$/, "")} under ratchet-confine (Landlock ABI ${info.landlockAbi})`
+        : j.why,
+    );
   } else reasons.push("javascript: not probed");
   info.reason = reasons.join("; ");
   return info;
 }
 
+/** The `ratchet-confine` launcher `sandbox` found, or `none` with the reason. */
+export function confineLauncher(sandbox: SandboxInfo): Launcher {
+  if (!sandbox.confinePath) return { kind: "none", reason: sandbox.reason };
+  // An answer without features (recorded before v2 probes) is a v1 binary.
+  const features = sandbox.confineFeatures ??
+    parseProbe(`landlock abi ${sandbox.landlockAbi ?? 1}`) ?? {
+      abi: 1,
+      v2: false,
+      reads: false,
+      metadata: false,
+      signals: false,
+      proc: false,
+    };
+  if (sandbox.python === "landlock" || sandbox.javascript.startsWith("landlock"))
+    return { kind: "ratchet-confine", path: sandbox.confinePath, features };
+  return { kind: "none", reason: sandbox.reason };
+}
+
+let supervisorProbe: Promise<Launcher> | undefined;
+
+/**
+ * The launcher for supervision alone (`--supervise-only`, `step run`): the built
+ * `ratchet-confine` when its probe passes, whatever `RATCHET_SANDBOX` says (supervision confines
+ * nothing; it only makes sure nothing outlives its time limit or Ratchet). Cached per process.
+ */
+export function supervisorLauncher(runner: ProcessRunner = realProcessRunner): Promise<Launcher> {
+  supervisorProbe ??= probeLandlock(runner, process.env).then(
+    (p): Launcher =>
+      p.confine && p.features
+        ? { kind: "ratchet-confine", path: p.confine, features: p.features }
+        : { kind: "none", reason: p.why.replace(/^python: /, "") },
+  );
+  return supervisorProbe;
+}
+
 /** What to run for one learned script. */
 export interface ScriptCommand {
   language: ScriptLanguage;
-  /** Absolute path of the interpreter (`python3` or `node`). */
+  /** Absolute path of the interpreter (`python3` or `node`): the real one, not a version-manager shim. */
   interpreter: string;
   /** The script file name inside `codeDir` (`main.py` / `main.mjs`). */
   script: string;
@@ -322,13 +422,25 @@ export interface ScriptCommand {
   /**
    * Folders the script must be able to read even when they live under `/tmp` (the sandbox gets a
    * fresh `/tmp`): the workflow folder, the dependency output folders. Missing ones are skipped.
+   * bubblewrap only: under `ratchet-confine` the reads are {@link ScriptCommand.readRoots}.
    */
   readDirs?: readonly string[];
+  /**
+   * Everything the script may read under `ratchet-confine` v2 (read-roots.ts `readRoots`): passed
+   * as `--read` when the launcher confines reads. Default: none (reads stay unconfined on v1).
+   */
+  readRoots?: readonly string[];
   /**
    * A private temporary folder the script may write to (its `TMPDIR`) under Landlock, where `/tmp`
    * itself stays read-only. bubblewrap gives the script a fresh `/tmp` instead.
    */
   tmpDir?: string;
+  /** The time limit (the launcher enforces it itself where it can). Default 10 minutes. */
+  timeoutMs?: number;
+  /** Between SIGTERM and SIGKILL at the time limit. Default 2000. */
+  killGraceMs?: number;
+  /** Folders the launcher removes once everything is gone (the private TMPDIR). */
+  cleanup?: readonly string[];
 }
 
 /** The command line to spawn, and which protection it carries. */
@@ -336,23 +448,47 @@ export interface WrappedCommand {
   command: string;
   args: string[];
   protection: PythonProtection | JavascriptProtection;
+  /** The process runner's time limit (above the launcher's own when the launcher enforces one). */
+  runnerTimeoutMs: number;
+  /** The launcher enforces the time limit itself and reports it with exit 124. */
+  launcherTimeout: boolean;
+}
+
+/** The {@link Confinement} of one learned script under `ratchet-confine`. */
+export function scriptConfinement(cmd: ScriptCommand): Confinement {
+  return {
+    readRoots: [cmd.codeDir, ...(cmd.readRoots ?? [])],
+    writeRoots: [cmd.outputDir, ...(cmd.tmpDir ? [cmd.tmpDir] : [])],
+    writeFiles: ["/dev/null"],
+    env: {},
+    timeoutMs: cmd.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS,
+    killGraceMs: cmd.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
+    supervise: Supervise.Confine,
+    cleanup: cmd.cleanup ?? [],
+  };
 }
 
 /**
- * Wraps a script's command line in the write protection `sandbox` says is available. Pure apart
- * from checking which `readDirs` exist.
+ * Wraps a script's command line in the protection `sandbox` says is available. Pure apart from
+ * checking which `readDirs` exist.
  */
 export function wrapCommand(cmd: ScriptCommand, sandbox: SandboxInfo): WrappedCommand {
+  const timeoutMs = cmd.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
+  const plainRun = { runnerTimeoutMs: timeoutMs, launcherTimeout: false };
+  const launcher = confineLauncher(sandbox);
+  const door = compileConfinement(scriptConfinement(cmd), launcher);
+  const through = (program: string, args: readonly string[], protection: WrappedCommand["protection"]) => ({
+    ...door.command(program, args),
+    protection,
+    runnerTimeoutMs: door.runnerTimeoutMs,
+    launcherTimeout: door.launcherTimeout,
+  });
   if (cmd.language === "python") {
     const direct = ["-B", cmd.script, ...cmd.args];
-    if (sandbox.python === "landlock" && sandbox.confinePath)
-      return {
-        command: sandbox.confinePath,
-        args: confineArgs([cmd.outputDir, ...(cmd.tmpDir ? [cmd.tmpDir] : [])], [cmd.interpreter, ...direct]),
-        protection: "landlock",
-      };
+    if (sandbox.python === "landlock" && launcher.kind === "ratchet-confine")
+      return through(cmd.interpreter, direct, "landlock");
     if (sandbox.python !== "bubblewrap" || !sandbox.bwrapPath)
-      return { command: cmd.interpreter, args: direct, protection: "none" };
+      return { command: cmd.interpreter, args: direct, protection: "none", ...plainRun };
     const reads = (cmd.readDirs ?? [])
       .filter((d) => isAbsolute(d) && existsSync(d))
       .flatMap((d) => ["--ro-bind", d, d]);
@@ -363,24 +499,31 @@ export function wrapCommand(cmd: ScriptCommand, sandbox: SandboxInfo): WrappedCo
         ...direct,
       ]),
       protection: "bubblewrap",
+      ...plainRun,
     };
   }
   const plain = [cmd.script, ...cmd.args];
-  if (sandbox.javascript !== "node-permission" || !sandbox.nodePermissionFlag)
-    return { command: cmd.interpreter, args: plain, protection: "none" };
-  return {
-    command: cmd.interpreter,
-    args: [
-      sandbox.nodePermissionFlag,
-      ...(sandbox.nodeDisableWarning ? ["--disable-warning=ExperimentalWarning"] : []),
-      "--allow-fs-read=*",
-      `--allow-fs-write=${cmd.outputDir}`,
-      // The tool bridge is on loopback; Node 25+ would refuse every socket without it.
-      ...(sandbox.nodeAllowNet ? ["--allow-net"] : []),
-      ...plain,
-    ],
-    protection: "node-permission",
-  };
+  const confined = sandbox.javascript.startsWith("landlock") && launcher.kind === "ratchet-confine";
+  if (!sandbox.javascript.includes("node-permission") || !sandbox.nodePermissionFlag) {
+    if (confined) return through(cmd.interpreter, plain, "landlock");
+    return { command: cmd.interpreter, args: plain, protection: "none", ...plainRun };
+  }
+  const nodeArgs = [
+    sandbox.nodePermissionFlag,
+    ...(sandbox.nodeDisableWarning ? ["--disable-warning=ExperimentalWarning"] : []),
+    // Reads: the read roots where this Node adds repeated flags up (the same policy as the
+    // launcher's --read, so a JS script cannot read $HOME, .ratchet/ or other processes' /proc
+    // even under a v1 launcher); everything otherwise.
+    ...(sandbox.nodeReadRoots && cmd.readRoots && cmd.readRoots.length > 0
+      ? [...new Set([cmd.codeDir, cmd.outputDir, ...cmd.readRoots])].map((r) => `--allow-fs-read=${r}`)
+      : ["--allow-fs-read=*"]),
+    `--allow-fs-write=${cmd.outputDir}`,
+    // The tool bridge is on loopback; Node 25+ would refuse every socket without it.
+    ...(sandbox.nodeAllowNet ? ["--allow-net"] : []),
+    ...plain,
+  ];
+  if (confined) return through(cmd.interpreter, nodeArgs, "landlock+node-permission");
+  return { command: cmd.interpreter, args: nodeArgs, protection: "node-permission", ...plainRun };
 }
 
 /**
@@ -390,7 +533,7 @@ export function wrapCommand(cmd: ScriptCommand, sandbox: SandboxInfo): WrappedCo
  */
 export function isSandboxSetupFailure(protection: string, exitCode: number | null, stderr: string): boolean {
   if (protection === "bubblewrap") return exitCode === 1 && stderr.startsWith("bwrap: ");
-  if (protection === "landlock")
+  if (protection.startsWith("landlock"))
     return (exitCode === 125 || exitCode === 127) && stderr.startsWith(`${CONFINE_FILE}: `);
   return false;
 }

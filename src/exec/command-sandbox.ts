@@ -1,0 +1,134 @@
+/**
+ * Confinement of the runner's commands (the model's `run_command` and every DoD run, which
+ * executes code the model wrote), compiled once per task through the door (door.ts). Where
+ * `ratchet-confine` works a command may write only to the worktree, the worktree's own git admin
+ * folder (index, HEAD), a private TMPDIR, `/dev/null` and the spec's `writable_paths`; the source
+ * repository and everything else stay read-only. Where the launcher confines reads (v2) a command
+ * reads only the system folders, the interpreters, the worktree, the repository's git folder and
+ * its own TMPDIR (read-roots.ts): not `$HOME` (`~/.ssh`), not `.ratchet/`, not other processes'
+ * `/proc`. The runner's guard still runs first: it explains refusals in words, the sandbox is the
+ * boundary. Elsewhere (no Landlock, or `RATCHET_SANDBOX=off`) commands run with the guard and the
+ * scrubbed environment only.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { type Confinement, compileConfinement, type Door, Supervise } from "./door.js";
+import { resolveNode, resolvePython } from "./interpreters.js";
+import { DEFAULT_KILL_GRACE_MS } from "./limits.js";
+import { realProcessRunner } from "./process-runner.js";
+import { loadSandboxConfig, ratchetDirAbove, readRoots } from "./read-roots.js";
+import { confineLauncher, detectSandbox } from "./sandbox.js";
+import { sweepStaleDirs } from "./stale-dirs.js";
+import type { ProcessRunner, RunRequest } from "./types.js";
+
+/** Prefix of the runner's private TMPDIR (`ratchet-runner-<pid>-XXXXXX`, swept when its owner died). */
+export const RUNNER_DIR_PREFIX = "ratchet-runner-";
+
+/** How the runner's commands are confined for one task. */
+export interface CommandSandbox {
+  /** `landlock` when commands are confined, `none` otherwise. */
+  protection: "landlock" | "none";
+  /** Why (the probe's answer). */
+  reason: string;
+  /** The folders commands may write to (empty when not confined). */
+  writable: string[];
+  /** The folders and files commands may read where the launcher confines reads (else empty). */
+  readable: string[];
+  /** The private temp folder commands get as `TMPDIR` (removed by {@link CommandSandbox.dispose}). */
+  tmpDir?: string;
+  /** Wraps a command (`bash -c …`) in the launcher; returns it unchanged when not confined. */
+  wrap(req: RunRequest): RunRequest;
+  /** Removes the private temp folder. */
+  dispose(): void;
+}
+
+/** Options of {@link commandSandbox} beyond the folders. */
+export interface CommandSandboxOptions {
+  /**
+   * `sandbox.read_roots` of the workspace config. Default: those of the workspace (`.ratchet/`)
+   * above the repository or the current folder.
+   */
+  extraReadRoots?: readonly string[];
+  /** Folders no read root may expose. Default: the `.ratchet/` above the repository and the current folder. */
+  secretDirs?: readonly string[];
+  /** Where HOME and PATH come from (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * Probes the launcher and prepares the sandbox for commands run in `worktree` (preflight already
+ * refused `extraWritable` folders that do not exist). `gitAdminDir` is the worktree's own admin
+ * folder in the source's `.git/worktrees/<name>` (git status, diff and add inside the worktree
+ * write its index there, and nothing else of the source). Never throws for a missing sandbox: it
+ * reports `none` with the reason.
+ */
+export async function commandSandbox(
+  worktree: string,
+  gitAdminDir: string | undefined,
+  extraWritable: readonly string[] = [],
+  runner: ProcessRunner = realProcessRunner,
+  opts: CommandSandboxOptions = {},
+): Promise<CommandSandbox> {
+  // Probed again for every task (a few ms): the answer must come from this task's process runner.
+  const info = await detectSandbox({ languages: ["python"], runner, refresh: true });
+  const launcher = confineLauncher(info);
+  if (info.python !== "landlock" || launcher.kind === "none") {
+    return {
+      protection: "none",
+      reason: info.reason,
+      writable: [],
+      readable: [],
+      wrap: (req) => req,
+      dispose: () => {},
+    };
+  }
+  const env = opts.env ?? process.env;
+  const admin = gitAdminDir && isAbsolute(gitAdminDir) ? gitAdminDir : undefined;
+  sweepStaleDirs(tmpdir(), RUNNER_DIR_PREFIX);
+  const tmp = mkdtempSync(resolve(tmpdir(), `${RUNNER_DIR_PREFIX}${process.pid}-`));
+  const writable = [worktree, ...(admin ? [admin] : []), tmp, ...extraWritable];
+  const python = await resolvePython(env);
+  const repo = admin ? dirname(dirname(dirname(admin))) : worktree;
+  const workspaces = [...new Set([ratchetDirAbove(repo), ratchetDirAbove(process.cwd())])].filter(
+    (d): d is string => d !== undefined,
+  );
+  // A bad sandbox.read_roots refuses the task here (preflight calls this before any model call).
+  const configured =
+    opts.extraReadRoots ?? workspaces.flatMap((d) => loadSandboxConfig(d, env.HOME).readRoots);
+  const readable = launcher.features.reads
+    ? readRoots({
+        interpreters: [...(python?.roots ?? []), ...resolveNode().roots],
+        // The repository's git folder (objects, refs) holds what `git` in the worktree reads.
+        own: admin ? [dirname(dirname(admin))] : [],
+        extra: configured,
+        forbid: { home: env.HOME, secretDirs: opts.secretDirs ?? workspaces },
+      })
+    : [];
+  const base: Confinement = {
+    readRoots: readable,
+    writeRoots: writable,
+    writeFiles: ["/dev/null"],
+    env: {},
+    // The process runner keeps each command's own limit (callers read `timedOut`).
+    timeoutMs: 0,
+    killGraceMs: DEFAULT_KILL_GRACE_MS,
+    supervise: Supervise.Confine,
+    cleanup: [],
+  };
+  // Compiled once for the task; every command goes through the same door.
+  const door: Door = compileConfinement(base, launcher);
+  return {
+    protection: "landlock",
+    reason: info.reason,
+    writable,
+    readable,
+    tmpDir: tmp,
+    wrap: (req) => ({
+      ...req,
+      ...door.command(req.command, req.args ?? []),
+      env: { ...(req.env ?? {}), TMPDIR: tmp },
+    }),
+    dispose: () => rmSync(tmp, { recursive: true, force: true }),
+  };
+}

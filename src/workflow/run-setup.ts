@@ -1,0 +1,75 @@
+/**
+ * The set-up every execution of learned steps shares — a run (`runs.ts`) and a Builder session
+ * (`builder/build.ts`): variables and secrets resolved (before anything is written), secrets
+ * registered with the redactor, the workspace's `sandbox` config read, stale private TMPDIRs of
+ * dead runs swept, the sandbox probed, the time limit chosen. Written once so the two cannot
+ * drift (the Builder used to hard-code its own 600 s).
+ */
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Redactor } from "../core/index.js";
+import {
+  detectSandbox,
+  loadSandboxConfig,
+  type SandboxInfo,
+  type ScriptLanguage,
+  STEP_DIR_PREFIX,
+  sweepStaleDirs,
+} from "../exec/index.js";
+import { DEFAULT_STEP_TIMEOUT_SECONDS } from "./run-limits.js";
+import { resolveSecrets, resolveVariables } from "./secrets.js";
+import type { Workflow } from "./types.js";
+
+/** What {@link prepareRunSetup} needs. */
+export interface RunSetupInput {
+  workflow: Workflow;
+  /** The workspace's `.ratchet/` folder (secrets, config.json, the store). */
+  workspaceDir: string;
+  redactor: Redactor;
+  /** The script languages to probe sandboxes for. */
+  languages: readonly ScriptLanguage[];
+  vars?: Record<string, string> | undefined;
+  group?: string | undefined;
+  env: NodeJS.ProcessEnv;
+  /** Default `<workspaceDir>/secrets`. */
+  secretsFile?: string | undefined;
+  /** Default {@link DEFAULT_STEP_TIMEOUT_SECONDS}. */
+  stepTimeoutSeconds?: number | undefined;
+}
+
+/** The shared part of a learned step's input. */
+export interface RunSetup {
+  variables: Record<string, string>;
+  secrets: Record<string, string>;
+  sandbox: SandboxInfo;
+  /** `sandbox.read_roots` of config.json, and the folders no read root may expose. */
+  readPolicy: { readRoots: string[]; secretDirs: string[] };
+  timeoutSeconds: number;
+}
+
+/**
+ * Refuses a run that cannot start (bad variables, secrets or `sandbox` config) before anything is
+ * written; then sweeps and probes.
+ * @throws RatchetError `schema_violation` / `invalid_value` / `not_found` (variables, secrets,
+ *   groups, `sandbox.read_roots[N]`), `malformed_input` (config.json not JSON).
+ */
+export async function prepareRunSetup(input: RunSetupInput): Promise<RunSetup> {
+  const { workflow: wf, env } = input;
+  const variables = resolveVariables(wf, { cli: input.vars ?? {}, group: input.group, env });
+  const secrets = resolveSecrets(wf, {
+    env,
+    secretsFile: input.secretsFile ?? join(input.workspaceDir, "secrets"),
+  });
+  const config = loadSandboxConfig(input.workspaceDir, env.HOME);
+  for (const [k, v] of Object.entries(secrets)) input.redactor.add(k, v);
+  // What a killed run left behind (a launcher that could not clean up: v1, or none).
+  sweepStaleDirs(tmpdir(), STEP_DIR_PREFIX);
+  const sandbox = await detectSandbox({ languages: [...input.languages], env });
+  return {
+    variables,
+    secrets,
+    sandbox,
+    readPolicy: { readRoots: config.readRoots, secretDirs: [input.workspaceDir] },
+    timeoutSeconds: input.stepTimeoutSeconds ?? DEFAULT_STEP_TIMEOUT_SECONDS,
+  };
+}
