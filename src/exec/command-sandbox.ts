@@ -17,7 +17,7 @@ import { type Confinement, compileConfinement, type Door, Supervise } from "./do
 import { resolveNode, resolvePython } from "./interpreters.js";
 import { DEFAULT_KILL_GRACE_MS } from "./limits.js";
 import { realProcessRunner } from "./process-runner.js";
-import { loadSandboxConfig, ratchetDirAbove, readRoots } from "./read-roots.js";
+import { loadSandboxConfig, pathToolchainRoots, ratchetDirAbove, readRoots } from "./read-roots.js";
 import { confineLauncher, detectSandbox } from "./sandbox.js";
 import { sweepStaleDirs } from "./stale-dirs.js";
 import type { ProcessRunner, RunRequest } from "./types.js";
@@ -98,7 +98,8 @@ export async function commandSandbox(
     opts.extraReadRoots ?? workspaces.flatMap((d) => loadSandboxConfig(d, env.HOME).readRoots);
   const readable = launcher.features.reads
     ? readRoots({
-        interpreters: [...(python?.roots ?? []), ...resolveNode().roots],
+        // A command finds its tools through PATH (a pyenv shim runs the manager's own scripts).
+        interpreters: [...(python?.roots ?? []), ...resolveNode().roots, ...pathToolchainRoots(env.PATH)],
         // The repository's git folder (objects, refs) holds what `git` in the worktree reads.
         own: admin ? [dirname(dirname(admin))] : [],
         extra: configured,
@@ -127,7 +128,13 @@ export async function commandSandbox(
     wrap: (req) => ({
       ...req,
       ...door.command(req.command, req.args ?? []),
-      env: { ...(req.env ?? {}), TMPDIR: tmp },
+      // The user's ~/.gitconfig is outside the read roots, and git stops at a config file it
+      // cannot read: commands' git reads the system and repository config only.
+      env: {
+        ...(readable.length > 0 ? { GIT_CONFIG_GLOBAL: "/dev/null" } : {}),
+        ...(req.env ?? {}),
+        TMPDIR: tmp,
+      },
     }),
     dispose: () => rmSync(tmp, { recursive: true, force: true }),
   };

@@ -12,7 +12,7 @@
  * or a `.ratchet` folder; anything else is refused naming the field (`sandbox.read_roots[N]`).
  */
 import { existsSync, readdirSync, readFileSync, realpathSync } from "node:fs";
-import { dirname, isAbsolute, join, relative, sep } from "node:path";
+import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
 import { ErrorCode, RatchetError } from "../core/index.js";
 
 /** System folders every interpreter and shell needs (missing ones are skipped). */
@@ -68,6 +68,7 @@ export const ETC_READ_ROOTS: readonly string[] = [
   "/etc/python3",
   "/etc/os-release",
   "/etc/magic",
+  "/etc/gitconfig",
 ];
 
 /** Whether `inner` is `outer` or lies beneath it. */
@@ -124,6 +125,22 @@ export function nodePrefix(execPath: string = process.execPath): string {
   } catch {
     return dirname(dirname(execPath));
   }
+}
+
+/**
+ * The toolchain folders a shell command finds through `PATH`: every absolute `PATH` entry, and for
+ * a version manager's shim folder (`~/.pyenv/shims`, `~/.rbenv/shims`, `~/.asdf/shims`) the
+ * manager's root, whose scripts and installed versions the shims run. Never a folder that is or
+ * contains `$HOME` (applyForbidden drops those), so `~/.ssh` stays closed.
+ */
+export function pathToolchainRoots(pathEnv: string | undefined): string[] {
+  const out: string[] = [];
+  for (const dir of (pathEnv ?? "").split(":")) {
+    if (!isAbsolute(dir)) continue;
+    out.push(dir);
+    if (basename(dir) === "shims") out.push(dirname(dir));
+  }
+  return out;
 }
 
 /** The `sandbox` section of `.ratchet/config.json`, validated. */

@@ -23,8 +23,9 @@ beforeAll(async () => {
 });
 afterAll(() => ws?.remove());
 
-const VALIDATED = '{"value": "validated"}';
-const TAMPERED = '{"value": "tampered after validation"}';
+// The script builds these with json.dump (a JSON literal written out is a blocking review finding).
+const VALIDATED = JSON.stringify({ value: "validated" }).replace(/:/g, ": ");
+const TAMPERED = JSON.stringify({ value: "tampered after validation" }).replace(/:/g, ": ");
 
 const WRITER = `import json
 import os
@@ -34,7 +35,7 @@ import time
 
 out = os.path.join(os.environ["STEP_OUTPUT_DIR"], "found.json")
 with open(out, "w") as f:
-    f.write(${JSON.stringify(VALIDATED)})
+    json.dump({"value": "validated"}, f)
 pid = os.fork()
 if pid == 0:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -47,7 +48,7 @@ if pid == 0:
         os.dup2(devnull, fd)
     time.sleep(1)
     with open(out, "w") as f:
-        f.write(${JSON.stringify(TAMPERED)})
+        json.dump({"value": "tampered after validation"}, f)
     os._exit(0)
 print("left a child behind:", pid)
 sys.exit(0)
