@@ -6,10 +6,10 @@ import {
   buildEnv,
   compileConfinement,
   type Launcher,
-  launcherTimedOut,
   type ProcessRunner,
   realProcessRunner,
   Supervise,
+  settleLaunched,
   supervisorLauncher,
 } from "../exec/index.js";
 import type { CompiledCustomTool } from "./config.js";
@@ -87,7 +87,7 @@ export function commandTool(cfg: CompiledCustomTool, opts: CommandToolOptions = 
         maxCaptureBytes: MAX_CUSTOM_TOOL_OUTPUT_BYTES,
         killGraceMs: door.killGraceMs,
       });
-      const r = launcherTimedOut(door, raw.exitCode, raw.stderr) ? { ...raw, timedOut: true } : raw;
+      const r = settleLaunched(door, raw);
       if (r.spawnError)
         throw new BridgeError(
           BridgeErrorKind.Unavailable,

@@ -16,6 +16,7 @@
  * This file is pure: no I/O. The probing lives in sandbox.ts, the read-root policy in
  * read-roots.ts.
  */
+import type { RunResult } from "./types.js";
 
 /** How a process is supervised: fully confined, or only supervised (trusted user commands). */
 export const Supervise = {
@@ -200,6 +201,33 @@ export function compileConfinement(c: Confinement, launcher: Launcher): Door {
 
 /** Exit status `ratchet-confine` v2 reports when it killed the program at its time limit. */
 export const LAUNCHER_TIMEOUT_EXIT = 124;
+
+/** `ratchet-confine: cannot run PROGRAM: REASON` (exit 127): the program itself could not be started. */
+const NOT_RUNNABLE = /^ratchet-confine: cannot run (.+): ([^\n]+)$/m;
+const NOT_RUNNABLE_EXIT = 127;
+
+/**
+ * A run through the door read as the process runner would report the program run bare: the
+ * launcher's time limit is a time-out, and a program the launcher could not start (exit 127 with
+ * its `cannot run` line) is a `spawnError` (`command not found: …` for a missing file), not the
+ * program's own failure. Runs that did not go through the launcher are returned as they are.
+ */
+export function settleLaunched(door: Pick<Door, "protection" | "launcherTimeout">, r: RunResult): RunResult {
+  if (launcherTimedOut(door, r.exitCode, r.stderr)) return { ...r, timedOut: true };
+  if (door.protection === "none" || r.exitCode !== NOT_RUNNABLE_EXIT || r.spawnError) return r;
+  const m = NOT_RUNNABLE.exec(r.stderr);
+  if (!m) return r;
+  const [, program, reason] = m as unknown as [string, string, string];
+  const missing = /No such file or directory/.test(reason);
+  return {
+    ...r,
+    exitCode: null,
+    spawnError: {
+      code: missing ? "ENOENT" : "EACCES",
+      message: missing ? `command not found: ${program}` : `cannot run ${program}: ${reason}`,
+    },
+  };
+}
 
 /** Whether a run ended because the launcher's own time limit struck (v2: exit 124 and its line). */
 export function launcherTimedOut(

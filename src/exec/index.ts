@@ -22,6 +22,7 @@ export {
   launcherTimedOut,
   parseProbe,
   Supervise,
+  settleLaunched,
 } from "./door.js";
 export type { BuildEnvOptions } from "./env.js";
 export { buildEnv, MINIMAL_ENV_KEYS } from "./env.js";

@@ -3,9 +3,10 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitGone } from "../testing/processes.js";
-import { runProcess } from "./index.js";
+import { resolvePython, runProcess } from "./index.js";
+import { readRoots } from "./read-roots.js";
 import {
   allowedPythonLaunchers,
   detectSandbox,
@@ -399,7 +400,19 @@ describe("the sandboxes keep loopback reachable (the tool bridge)", () => {
 });
 
 describe("ratchet-confine (Landlock + seccomp, real kernel)", () => {
-  const python = findExecutable("python3", process.env.PATH) as string;
+  // The real interpreter (python3 on PATH may be a version manager's shim) and its read roots.
+  let python = findExecutable("python3", process.env.PATH) as string;
+  let reads: string[] = [];
+  beforeAll(async () => {
+    const found = await resolvePython();
+    if (found) python = found.executable;
+    reads = readRoots({
+      interpreters: found?.roots ?? [],
+      own: [dir],
+      extra: [],
+      forbid: { home: process.env.HOME, secretDirs: [] },
+    });
+  });
   const confine = findConfine();
   const landlock = async (): Promise<SandboxInfo | undefined> => {
     const info = await detectSandbox({
@@ -424,6 +437,7 @@ describe("ratchet-confine (Landlock + seccomp, real kernel)", () => {
         codeDir: code,
         outputDir: out,
         tmpDir: tmp,
+        readRoots: reads,
       },
       info,
     );

@@ -19,11 +19,11 @@ import {
   compileConfinement,
   DEFAULT_KILL_GRACE_MS,
   type Launcher,
-  launcherTimedOut,
   type ProcessRunner,
   type RunResult,
   realProcessRunner,
   Supervise,
+  settleLaunched,
   supervisorLauncher,
   sweepStaleDirs,
 } from "../exec/index.js";
@@ -170,7 +170,7 @@ export async function runStep(ledger: Ledger, input: RunInput, opts: RunStepOpti
     clearInterval(timer);
     live?.flush();
   }
-  if (launcherTimedOut(door, result.exitCode, result.stderr)) result = { ...result, timedOut: true };
+  result = settleLaunched(door, result);
   let full: string;
   try {
     full = readFileSync(fullFile, "utf8");

@@ -93,16 +93,14 @@ describe("runWorkflow (fake process runner)", () => {
         tmpDirs.push(tmp);
         expect(statSync(tmp).isDirectory()).toBe(true);
         const out = req.env?.STEP_OUTPUT_DIR as string;
-        expect(req.args?.slice(0, 7)).toEqual([
-          "--write",
-          out,
-          "--write",
-          tmp,
-          "--write-file",
-          "/dev/null",
-          "--",
-        ]);
-        expect(req.args?.slice(8)).toEqual(expect.arrayContaining(["-B", "main.py"]));
+        // The launcher's flags (whatever its version adds: reads, supervision) come before "--".
+        const args = req.args ?? [];
+        const flags = args.slice(0, args.indexOf("--"));
+        const pairs = flags.flatMap((f, i) =>
+          f === "--write" || f === "--write-file" ? [`${f} ${flags[i + 1]}`] : [],
+        );
+        expect(pairs).toEqual([`--write ${out}`, `--write ${tmp}`, "--write-file /dev/null"]);
+        expect(args.slice(args.indexOf("--") + 2)).toEqual(expect.arrayContaining(["-B", "main.py"]));
         writeFileSync(join(tmp, "scratch"), "x");
         return writes()(req);
       });

@@ -60,6 +60,12 @@ function step(ws: TestWorkspace, id: string): StepRow {
  * Starts `step run` on a command that records its process group id (bash is the group leader) in
  * `<ws>/<pidFile>` and then waits; resolves once the command runs and the step is IN_PROGRESS.
  */
+/** The process group of `pid` (field 5 of /proc/<pid>/stat). */
+function processGroupOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
+}
+
 async function startRun(ws: TestWorkspace, stepId: string, command: string, extra: object = {}) {
   const pidFile = join(ws.dir, `${stepId}.pgid`);
   const run = startRatchet(["step", "run", "-"], {
@@ -75,7 +81,8 @@ async function startRun(ws: TestWorkspace, stepId: string, command: string, extr
     () => existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() !== "",
     "the command to start",
   );
-  const pgid = Number(readFileSync(pidFile, "utf8").trim());
+  // The command's shell shares its process group with the launcher that supervises it.
+  const pgid = processGroupOf(Number(readFileSync(pidFile, "utf8").trim()));
   groups.add(pgid);
   await waitFor(() => step(ws, stepId).status === "IN_PROGRESS", "the step to be IN_PROGRESS");
   return { run, pgid };
@@ -154,9 +161,8 @@ describe("kill -9 of step run", () => {
     expect(step(ws, B).status).toBe("IN_PROGRESS");
     expect(withDb(ws, (db) => db.pragma("integrity_check", { simple: true }))).toBe("ok");
 
-    // The orphaned `sleep` runs in its own process group: kill it.
-    process.kill(-pgid, "SIGKILL");
-    await waitFor(() => liveGroupMembers(pgid).length === 0, "the orphaned command to die");
+    // Nothing was orphaned: the launcher's supervisor ended the command when Ratchet died.
+    await waitFor(() => liveGroupMembers(pgid).length === 0, "the supervisor to end the command");
     groups.delete(pgid);
   });
 });
