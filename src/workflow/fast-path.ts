@@ -15,6 +15,7 @@ import {
   copyFileSync,
   cpSync,
   existsSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -194,7 +195,7 @@ function copySavedFolder(from: string, codeDir: string): void {
     const dst = join(codeDir, e.name);
     if (e.isFile()) copyFileSync(src, dst);
     else if (e.isDirectory()) cpSync(src, dst, { recursive: true });
-    else if (e.isSymbolicLink()) cpSync(src, dst);
+    // Links are never written by save-back: one found here is not copied (nor followed).
   }
 }
 
@@ -247,6 +248,12 @@ export async function prepareLearnedStep(
       );
   }
   const scriptName = saved.language === "python" ? "main.py" : "main.mjs";
+  // Save-back writes regular files only; a link planted in the saved folder is never followed.
+  if (!lstatSync(saved.path).isFile())
+    return notRun(
+      StepOutcome.MissingScript,
+      `${relative(workflowHome(wf), saved.path)} is not a regular file (a link or a special file)`,
+    );
   const scriptBytes = readFileSync(saved.path);
 
   // 1. Static review: blocking findings refuse the fast path (a run never repairs).

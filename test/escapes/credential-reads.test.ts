@@ -6,7 +6,7 @@
  * Enforced by `ratchet-confine` v2 read roots (exec/read-roots.ts: never `$HOME`, never
  * `.ratchet/`): fails against the v1 binary, which confines writes only.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startScriptedModel } from "../../src/testing/scripted-model.js";
@@ -179,5 +179,22 @@ describe("credential reads", () => {
       await model.close();
       r.remove();
     }
+  });
+});
+
+describe("links planted in a saved script folder", () => {
+  it("main.py as a link to .ratchet/secrets is not run, and a planted link beside it is not copied", async () => {
+    const wf = attackWorkflow(ws, "cred-link", [{ id: "linked", file: "main.py", code: PY }], []);
+    const saved = join(wf, "learnings", "linked");
+    rmSync(join(saved, "main.py"));
+    symlinkSync(targets.secrets as string, join(saved, "main.py"));
+    symlinkSync(targets.secrets as string, join(saved, "notes.txt"));
+    const r = await ws.run(["run", wf, "--json"], { env: { HOME: home } });
+    const run = runJson(r);
+    expect(run.steps.map((s) => s.outcome)).toEqual(["missing_script"]);
+    expect(run.steps[0]?.error).toMatch(/not a regular file/);
+    const exec = join(wf, "execution");
+    if (existsSync(exec)) expect(filesContaining(exec, SECRET)).toEqual([]);
+    expect(r.stdout + r.stderr).not.toContain(SECRET);
   });
 });
