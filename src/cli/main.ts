@@ -47,6 +47,18 @@ function build(setStatus: (n: number) => void): Command {
       }),
     );
 
+  program
+    .command("shims <dir>")
+    .description(
+      "write scripts named like the original ledger's (start-step.sh, publish-plan.sh, run-step.sh, …) into dir; each runs the matching command with the same input (ORCH_DB is honoured like RATCHET_DB)",
+    )
+    .action(
+      act(async (dir: string) => {
+        const { shimsCommand } = await import("./shims.js");
+        return shimsCommand(dir);
+      }),
+    );
+
   const plan = program.command("plan").description("publish, read and close plans");
   plan
     .command("publish <input>")

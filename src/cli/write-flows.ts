@@ -23,7 +23,16 @@ export async function runWriteFlow(
       raw = {};
     } else {
       const text = readInputText(source);
-      raw = op === "publish-plan" ? await parseJsonOrYaml(text, source) : parseJsonInput(text, source);
+      if (source !== "-" && !INPUT_EXTENSION.test(source))
+        throw new RatchetError(
+          "usage",
+          `input file ${source} must end in .json, .yaml or .yml (or give - for stdin)`,
+          { field: "input", file: source },
+        );
+      raw =
+        op === "publish-plan" || /\.ya?ml$/i.test(source)
+          ? await parseJsonOrYaml(text, source)
+          : parseJsonInput(text, source);
     }
   } catch (e) {
     return reportError(op, toRatchetError(e));
@@ -51,6 +60,8 @@ export async function runWriteFlow(
           },
         });
         if (!outcome.ok && outcome.error) return reportError(op, outcome.error);
+        const notice = outcome.result?.notice;
+        if (typeof notice === "string") err(`ratchet: ${op}: notice: ${notice}`);
         out(JSON.stringify(outcome.result, null, 2));
         out(JSON.stringify(outcome.marker));
         return outcome.exitStatus;
@@ -67,11 +78,32 @@ export async function runWriteFlow(
   }
 }
 
+/**
+ * Prints a refused or failed flow: a soft refusal's pretty body (`"accepted": false`, `reason`,
+ * `breaker`) first, as the original did, then the compact marker last; stderr gets one line
+ * starting with `❌`.
+ */
 export function reportError(op: string, e: RatchetError): number {
-  err(`ratchet: ${op}: ${e.message}`);
+  err(`❌ ratchet: ${op}: ${e.message}`);
+  if (e.isRefusal)
+    out(
+      JSON.stringify(
+        {
+          accepted: false,
+          reason: e.message,
+          code: e.code,
+          ...(e.details.breaker ? { breaker: e.details.breaker } : {}),
+        },
+        null,
+        2,
+      ),
+    );
   out(JSON.stringify(errorMarker(op, e)));
   return e.exitStatus;
 }
+
+/** Input files of the write flows: JSON or YAML by extension (the original's rule), or `-`. */
+const INPUT_EXTENSION = /\.(json|ya?ml)$/i;
 
 const LABEL = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 const REFERENCE = /\{\{\s*([A-Za-z][A-Za-z0-9_-]*)((?:\.[A-Za-z0-9_]+)+)\s*\}\}/g;

@@ -77,10 +77,31 @@ export function errorMarker(op: string, err: RatchetError): Record<string, unkno
   };
 }
 
+/**
+ * `raw` without its annotation keys: the original's schemas allow any key starting with `_`
+ * (`_comment`), ignored, in every object of every op. Other unknown keys are still refused.
+ */
+export function withoutAnnotations(raw: unknown): unknown {
+  if (Array.isArray(raw)) return raw.some(hasAnnotations) ? raw.map(withoutAnnotations) : raw;
+  if (raw === null || typeof raw !== "object" || !hasAnnotations(raw)) return raw;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(raw))
+    if (!k.startsWith("_") || k === "__proto__") out[k] = withoutAnnotations(v);
+  return out;
+}
+
+function hasAnnotations(v: unknown): boolean {
+  if (Array.isArray(v)) return v.some(hasAnnotations);
+  if (v === null || typeof v !== "object") return false;
+  for (const [k, x] of Object.entries(v))
+    if ((k.startsWith("_") && k !== "__proto__") || hasAnnotations(x)) return true;
+  return false;
+}
+
 /** Validates `raw` against the op's input schema and runs the flow. Never throws. */
 export async function applyOp(ledger: Ledger, op: Op, raw: unknown, ctx: OpContext = {}): Promise<OpOutcome> {
   try {
-    const input = OP_INPUTS[op].parse(raw, "");
+    const input = OP_INPUTS[op].parse(withoutAnnotations(raw), "");
     const result = await HANDLERS[op](ledger, input as never, ctx);
     const exitStatus = op === "run-step" ? Number(result.exit_code ?? 0) : 0;
     return { op, ok: true, result, marker: markerFor(op, result), exitStatus };

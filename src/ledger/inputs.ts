@@ -5,6 +5,7 @@
 import {
   arr,
   bool,
+  ErrorCode,
   type Infer,
   MAX_ID_CHARS,
   MAX_LEASE_SECONDS,
@@ -19,9 +20,11 @@ import {
   obj,
   oneOf,
   opt,
+  RatchetError,
+  type Schema,
   str,
 } from "../core/index.js";
-import { STEP_TYPES } from "./states.js";
+import { STEP_TYPES, type StepType } from "./states.js";
 
 // Every free-text field has a limit in the schema (docs/plans.md lists them): prose and agent
 // input/output MAX_TEXT_CHARS, logs MAX_LOG_TEXT_CHARS, ids MAX_ID_CHARS.
@@ -37,18 +40,128 @@ const leaseSeconds = num({
   description: "lease length in seconds",
 });
 
-export const StepSpecInput = obj({
-  title: str({ min: 1, max: MAX_TITLE_CHARS }),
-  type: stepType,
-  description: opt(text()),
+/** Where a skill activation came from (the original's enum; anything else is refused). */
+export const SKILL_SOURCES = ["iron-law", "auto-search", "explicit-mention", "deferred-load"] as const;
+
+function refuse(path: string, message: string): never {
+  throw new RatchetError(ErrorCode.SchemaViolation, `field \`${path}\`: ${message}`, { field: path });
+}
+
+/** Any JSON value kept as given (the original's extension keys), at most MAX_TEXT_CHARS serialised. */
+function jsonValue(description: string): Schema<unknown> {
+  return {
+    parse(v, path) {
+      const size = JSON.stringify(v)?.length ?? 0;
+      if (size > MAX_TEXT_CHARS)
+        refuse(path, `must be at most ${MAX_TEXT_CHARS} characters as JSON (got ${size})`);
+      return v;
+    },
+    json: () => ({ description }),
+  };
+}
+
+const StepObject = obj({
+  title: opt(str({ min: 1, max: MAX_TITLE_CHARS, description: "short name (default: the description)" })),
+  type: opt(stepType),
+  step_type: opt(stepType),
+  description: opt(text("what the step does (the original's only required step field)")),
+  ctx_estimate_k: opt(
+    num({
+      min: 0,
+      max: 1_000_000,
+      description: "the original's context estimate in k tokens (accepted, not stored)",
+    }),
+  ),
 });
 
-export const PublishInput = obj({
-  goal: str({ min: 1, max: MAX_TEXT_CHARS, description: "what the plan achieves" }),
-  project: opt(id("registered project the plan belongs to")),
-  max_revisions: opt(num({ int: true, min: 0, max: 1000, description: "revision budget (default 5)" })),
-  steps: arr(StepSpecInput, { min: 1, max: MAX_STEPS_PER_PLAN }),
+/** A step as published or added by `deviate`, normalised: `type` absent = untyped until start/run. */
+export interface StepSpecInput {
+  title: string;
+  type?: StepType;
+  description?: string;
+}
+
+/**
+ * A step in either shape: a bare string (the original's), `{description, type?|step_type?}`
+ * (the original's object), or `{title, type?, description?}` (Ratchet's). The title defaults to
+ * the description's first line.
+ */
+export const StepSpecInput: Schema<StepSpecInput> = {
+  parse(v, path) {
+    if (typeof v === "string") {
+      const description = str({ min: 1, max: MAX_TEXT_CHARS }).parse(v, path);
+      return { title: titleOf(description), description };
+    }
+    const o = StepObject.parse(v, path);
+    if (o.type !== undefined && o.step_type !== undefined && o.type !== o.step_type)
+      refuse(`${path}.step_type`, `says ${o.step_type} but \`type\` says ${o.type}: give one`);
+    const title = o.title ?? (o.description !== undefined ? titleOf(o.description) : undefined);
+    if (title === undefined || title.trim() === "")
+      refuse(`${path}.title`, "is required (or give `description`)");
+    const type = o.type ?? o.step_type;
+    return {
+      title,
+      ...(type !== undefined ? { type } : {}),
+      ...(o.description !== undefined ? { description: o.description } : {}),
+    };
+  },
+  json: () => ({
+    oneOf: [
+      { type: "string", minLength: 1, description: "the step's description (an untyped step)" },
+      StepObject.json(),
+    ],
+  }),
+};
+
+function titleOf(description: string): string {
+  const line = description.trim().split("\n")[0] ?? "";
+  return line.length > MAX_TITLE_CHARS ? `${line.slice(0, MAX_TITLE_CHARS - 1)}…` : line;
+}
+
+const SkillSpec = obj({
+  name: str({ min: 1, max: MAX_TITLE_CHARS, description: "skill name" }),
+  source: oneOf(SKILL_SOURCES, "how the skill was activated"),
+  reason: opt(text("why it was activated")),
 });
+
+const PublishFields = obj({
+  goal: str({ min: 1, max: MAX_TEXT_CHARS, description: "what the plan achieves" }),
+  prefix: opt(
+    str({
+      min: 1,
+      max: 64,
+      pattern: /^[a-z0-9-]+$/,
+      description: "plan id prefix: the id becomes <prefix>-<YYYYMMDDHHMMSS> (default: a slug of the goal)",
+    }),
+  ),
+  project: opt(id('registered project the plan belongs to, or "none" for an explicit no-project plan')),
+  max_revisions: opt(num({ int: true, min: 0, max: 1000, description: "revision budget (default 5)" })),
+  steps: arr(StepSpecInput, { min: 1, max: MAX_STEPS_PER_PLAN, description: "the plan's steps, in order" }),
+  user_query: opt(text("the user's prompt, verbatim (stored on the plan)")),
+  skills: opt(arr(SkillSpec, { max: 100, description: "skills active at publish (recorded with no step)" })),
+  declared_targets: opt(jsonValue("impact preflight targets (stored as given)")),
+  expectations: opt(jsonValue("expected outcomes (stored as given)")),
+  headline_notes: opt(jsonValue("headline notes (stored as given)")),
+});
+
+/** Publish input; a missing goal or steps is named with the original's wording. */
+export const PublishInput: Schema<Infer<typeof PublishFields>> & { shape: typeof PublishFields.shape } = {
+  shape: PublishFields.shape,
+  parse(v, path) {
+    if (v !== null && typeof v === "object" && !Array.isArray(v)) {
+      for (const f of ["goal", "steps"]) {
+        const got = (v as Record<string, unknown>)[f];
+        if (got === undefined || got === null)
+          refuse(
+            f,
+            `is required (missing required field: '${f}'; required: goal, steps; prefix recommended)`,
+          );
+      }
+    }
+    return PublishFields.parse(v, path);
+  },
+  json: () => PublishFields.json(),
+};
 
 export const StartInput = obj({
   step_id: id("step to start"),
@@ -95,25 +208,48 @@ export const HeartbeatInput = obj({
 
 export const DeviateInput = obj({
   parent_step_id: id("step the new sub-steps hang under"),
-  justification: str({ min: 1, max: MAX_TEXT_CHARS }),
-  sub_steps: arr(StepSpecInput, { min: 1, max: MAX_STEPS_PER_PLAN }),
+  justification: str({ min: 1, max: MAX_TEXT_CHARS, description: "why the plan changes" }),
+  sub_steps: arr(StepSpecInput, {
+    min: 1,
+    max: MAX_STEPS_PER_PLAN,
+    description: "new sub-steps: strings, {description, type?|step_type?} or {title, type?}",
+  }),
 });
 
 export const RecordSkillInput = obj({
   plan_id: id("plan"),
-  name: str({ min: 1, max: MAX_TITLE_CHARS }),
-  source: str({ min: 1, max: MAX_TEXT_CHARS }),
+  name: str({ min: 1, max: MAX_TITLE_CHARS, description: "skill name" }),
+  source: oneOf(SKILL_SOURCES, "how the skill was activated"),
   step_id: opt(id("step")),
-  reason: opt(text()),
+  reason: opt(text("why it was activated")),
 });
 
+const NUMERIC = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
+
+/** A metric value: a JSON number, or a strictly numeric string (trimmed). */
+const metricValue: Schema<number> = {
+  parse(v, path) {
+    if (typeof v === "number" && Number.isFinite(v)) return v;
+    if (typeof v === "string" && NUMERIC.test(v.trim())) {
+      const n = Number(v.trim());
+      if (Number.isFinite(n)) return n;
+    }
+    return refuse(path, `must be a number or a numeric string (got ${JSON.stringify(v) ?? String(v)})`);
+  },
+  json: () => ({
+    oneOf: [{ type: "number" }, { type: "string", pattern: NUMERIC.source }],
+    description: "the observation",
+  }),
+};
+
 export const MetricInput = obj({
-  name: str({ min: 1, max: MAX_TITLE_CHARS }),
-  value: num(),
-  unit: opt(str({ max: MAX_UNIT_CHARS })),
-  project: opt(id("project")),
+  name: str({ min: 1, max: MAX_TITLE_CHARS, description: "metric name" }),
+  value: metricValue,
+  unit: opt(str({ max: MAX_UNIT_CHARS, description: "unit" })),
+  project: opt(id('project (default: the plan\'s; "none" counts as none; one is required)')),
   plan_id: opt(id("plan")),
-  step_id: opt(id("step")),
+  step_id: opt(id("step (its plan is used when plan_id is absent)")),
+  source: opt(str({ min: 1, max: MAX_TITLE_CHARS, description: "who recorded it (default record-metric)" })),
 });
 
 export const RaiseBudgetInput = obj({
@@ -140,7 +276,7 @@ export const SweepInput = obj({
   plan_id: opt(id("only this plan")),
 });
 
-export type PublishInput = Infer<typeof PublishInput>;
+export type PublishInput = Infer<typeof PublishFields>;
 export type StartInput = Infer<typeof StartInput>;
 export type CompleteInput = Infer<typeof CompleteInput>;
 export type FailInput = Infer<typeof FailInput>;
@@ -155,7 +291,6 @@ export type AbandonInput = Infer<typeof AbandonInput>;
 export type FinishInput = Infer<typeof FinishInput>;
 export type ReviewCloseInput = Infer<typeof ReviewCloseInput>;
 export type SweepInput = Infer<typeof SweepInput>;
-export type StepSpecInput = Infer<typeof StepSpecInput>;
 
 /** Marker op names (stable, pinned). */
 export const Op = {

@@ -4,7 +4,7 @@
  * non-review step transition — runs the deterministic roll-up, so exactly one writer can perform
  * the review hand-off. A refused flow throws a typed error and writes nothing.
  */
-import { existsSync, realpathSync, statSync } from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
 import { hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import {
@@ -25,6 +25,7 @@ import {
   utf8Length,
 } from "../core/index.js";
 import type { BlobStore, PlanRow, StepRow, Store } from "../store/index.js";
+import { LedgerEvent, PLAN_MOVE_EVENT, STEP_MOVE_EVENT } from "./events.js";
 import { childStepId, planIdFor, reviewStepId, topStepId } from "./ids.js";
 import type {
   AbandonInput,
@@ -43,7 +44,7 @@ import type {
   StepSpecInput,
   SweepInput,
 } from "./inputs.js";
-import { rollUp } from "./rollup.js";
+import { isSound, rollUp } from "./rollup.js";
 import { checkPlanMove, checkStepMove, PlanStatus, StepRole, StepStatus, StepType } from "./states.js";
 
 export interface LedgerDeps {
@@ -151,7 +152,7 @@ export class Ledger {
       entityKind: "step",
       entityId: step.step_id,
       planId: step.plan_id,
-      type: `step.${to.toLowerCase()}`,
+      type: STEP_MOVE_EVENT[to] ?? LedgerEvent.StepReopened,
       payload: { from: step.status, to, ...payload },
     });
     return { ...step, ...next } as StepRow;
@@ -171,8 +172,51 @@ export class Ledger {
       entityKind: "plan",
       entityId: plan.plan_id,
       planId: plan.plan_id,
-      type: `plan.${to.toLowerCase()}`,
+      type: PLAN_MOVE_EVENT[to] ?? LedgerEvent.PlanReopened,
       payload: { from: plan.status, to, ...payload },
+    });
+  }
+
+  /**
+   * Re-opens a FAILED plan and its FAILED review step for the recovery path (a deviation under a
+   * FAILED step of a FAILED plan, FL-019/FL-022): the plan goes back to IN_PROGRESS, the review to
+   * `reviewTo` (PENDING, or NEEDS_REVIEW when the retry hangs under `<plan>-REVIEW.1`). The only
+   * moves out of FAILED, each with its event; nothing else re-opens.
+   */
+  #reopen(
+    plan: PlanRow,
+    review: StepRow | undefined,
+    reviewTo: StepStatus,
+    why: Record<string, unknown>,
+  ): void {
+    const now = this.#now();
+    if (review && review.status === StepStatus.Failed) {
+      this.store.updateStep(review.step_id, {
+        status: reviewTo,
+        updated_at: now,
+        finished_at: null,
+        failure_reason: null,
+      });
+      this.store.appendEvent({
+        entityKind: "step",
+        entityId: review.step_id,
+        planId: plan.plan_id,
+        type: LedgerEvent.StepReopened,
+        payload: { from: review.status, to: reviewTo, ...why },
+      });
+    }
+    this.store.updatePlan(plan.plan_id, {
+      status: PlanStatus.InProgress,
+      updated_at: now,
+      finished_at: null,
+      ...(reviewTo === StepStatus.NeedsReview ? { review_state: "awaiting_agent" } : {}),
+    });
+    this.store.appendEvent({
+      entityKind: "plan",
+      entityId: plan.plan_id,
+      planId: plan.plan_id,
+      type: LedgerEvent.PlanReopened,
+      payload: { from: plan.status, to: PlanStatus.InProgress, ...why },
     });
   }
 
@@ -231,7 +275,7 @@ export class Ledger {
     }
     const steps = this.store.stepsOfPlan(planId);
     const review = steps.find((s) => s.role === StepRole.Review);
-    const decision = rollUp(steps, { planOpen: true, hasProject: plan.project !== null });
+    const decision = rollUp(steps, { planOpen: true, hasProject: hasReviewProject(plan) });
     if (!review) return report;
     report.review_status = review.status;
     switch (decision.kind) {
@@ -248,20 +292,31 @@ export class Ledger {
         }
         return report;
       case "complete": {
-        const started =
-          review.status === StepStatus.Pending
-            ? this.#moveStep(review, StepStatus.InProgress, {}, { by: "rollup" })
-            : review;
+        const reviewed = review.status === StepStatus.NeedsReview;
+        const started = this.#startReviewIfPending(review);
+        if (decision.recovered) {
+          this.addLog(
+            review,
+            "review",
+            `[REVIEW REOPENED] ${decision.recovered} failed and was recovered by its retries; review closed COMPLETED`,
+          );
+        }
+        const skip = reviewed ? undefined : reviewSkipReason(plan);
+        // Agent-published plans get the original's review-log line; Ratchet's own runs do not.
+        if (skip && plan.kind === "plan") this.addLog(review, "review", `[REVIEW SKIPPED] ${skip}`);
+        this.store.updatePlan(planId, {
+          review_state: reviewed ? "reviewed" : "skipped",
+          review_skip_reason: skip ?? null,
+        });
         this.#moveStep(started, StepStatus.Completed, { summary: "all steps completed" }, { by: "rollup" });
         this.#movePlan(plan, PlanStatus.Completed, { by: "rollup" });
         return { plan_status: PlanStatus.Completed, review_status: StepStatus.Completed };
       }
       case "fail": {
         const reason = `unrecovered failed steps: ${decision.unrecovered.join(", ")}`;
-        const started =
-          review.status === StepStatus.Pending
-            ? this.#moveStep(review, StepStatus.InProgress, {}, { by: "rollup" })
-            : review;
+        if (review.status === StepStatus.NeedsReview)
+          this.store.updatePlan(planId, { review_state: "reviewed" });
+        const started = this.#startReviewIfPending(review);
         this.#moveStep(
           started,
           StepStatus.Failed,
@@ -291,7 +346,10 @@ export class Ledger {
           type: StepType.SubAgent,
           status: StepStatus.Pending,
         });
-        this.store.updatePlan(planId, { revision_count: plan.revision_count + 1 });
+        this.store.updatePlan(planId, {
+          revision_count: plan.revision_count + 1,
+          review_state: "awaiting_agent",
+        });
         this.store.appendEvent({
           entityKind: "plan",
           entityId: planId,
@@ -316,14 +374,31 @@ export class Ledger {
     }
   }
 
+  /** The review step moved to IN_PROGRESS when still PENDING (the roll-up closes it next). */
+  #startReviewIfPending(review: StepRow, by = "rollup"): StepRow {
+    return review.status === StepStatus.Pending
+      ? this.#moveStep(review, StepStatus.InProgress, {}, { by })
+      : review;
+  }
+
   // ── write flows ────────────────────────────────────────────────────────────────────────────
 
   publish(input: PublishInput, ctx: { cwd?: string; kind?: string } = {}) {
     const cwd = resolve(ctx.cwd ?? process.cwd());
+    const kind = ctx.kind ?? "plan";
+    // Only agent-published plans join a project by location; a run recorded by Ratchet itself
+    // (workflow_run, …) closes on its own roll-up. The folder walk happens before the transaction.
+    const repo = kind === "plan" ? gitRoot(cwd) : undefined;
     return this.store.tx(() => {
       let project: string | null = null;
       let projectSource: string | null = null;
-      if (input.project !== undefined) {
+      const notices: string[] = [];
+      const here = repo ? this.store.projectForRepo(repo) : undefined;
+      if (input.project === NO_PROJECT) {
+        project = NO_PROJECT;
+        projectSource = "declared";
+        notices.push(`project "none": an explicit no-project plan, closed with no state-graph review`);
+      } else if (input.project !== undefined) {
         if (!this.store.getProject(input.project)) {
           throw new RatchetError(
             ErrorCode.ProjectNotFound,
@@ -331,37 +406,49 @@ export class Ledger {
             { field: "project" },
           );
         }
+        if (here && here.name !== input.project) {
+          throw new RatchetError(
+            ErrorCode.InvalidValue,
+            `field \`project\`: declared ${input.project} but the current folder belongs to project ${here.name}: pick one (declare ${here.name}, or publish from ${input.project}'s folder)`,
+            { field: "project" },
+          );
+        }
         project = input.project;
         projectSource = "declared";
-      } else if ((ctx.kind ?? "plan") === "plan") {
-        // Only agent-published plans join a project by location; a run recorded by Ratchet
-        // itself (workflow_run, …) closes on its own roll-up, never through an agent review.
-        const repo = gitRoot(cwd);
-        const found = repo ? this.store.projectForRepo(repo) : undefined;
-        if (found) {
-          project = found.name;
-          projectSource = "repo";
-        }
+      } else if (here) {
+        project = here.name;
+        projectSource = "cwd";
+      } else if (kind === "plan") {
+        notices.push(
+          `plan not attributed to a project (none declared, and ${repo ? `repo ${repo} is not registered` : "the current folder is in no git repo"}): it closes with no agent review`,
+        );
       }
       const now = this.#now();
       // Redacted before slugging: a secret in the goal must not end up in every id of the plan.
       const goal = this.redactor.redact(input.goal);
-      const base = planIdFor(goal, compactStamp(this.clock.now()));
+      const stamp = compactStamp(this.clock.now());
+      const base = input.prefix !== undefined ? `${input.prefix}-${stamp}` : planIdFor(goal, stamp);
       let planId = base;
       for (let n = 2; this.store.getPlan(planId); n++) planId = `${base}-${n}`;
+      const extensions: Record<string, unknown> = {};
+      for (const k of ["declared_targets", "expectations", "headline_notes"] as const)
+        if (input[k] !== undefined) extensions[k] = input[k];
+      const maxRevisions = input.max_revisions ?? DEFAULT_MAX_REVISIONS;
       this.store.insertPlan({
         plan_id: planId,
         goal,
-        kind: ctx.kind ?? "plan",
+        kind,
         project,
         project_source: projectSource,
         status: PlanStatus.InProgress,
         revision_count: 0,
-        max_revisions: input.max_revisions ?? DEFAULT_MAX_REVISIONS,
+        max_revisions: maxRevisions,
         source_cwd: cwd,
         created_at: now,
         updated_at: now,
         finished_at: null,
+        user_query: this.#red(input.user_query) ?? null,
+        extensions: Object.keys(extensions).length ? this.redactor.redact(JSON.stringify(extensions)) : null,
       });
       const steps = input.steps.map((s, i) => {
         const row = this.#newStepRow(planId, topStepId(planId, i), null, i + 1, 0, s, now);
@@ -381,12 +468,29 @@ export class Ledger {
         status: StepStatus.Pending,
       };
       this.store.insertStep(review);
+      const skills = (input.skills ?? []).map((sk) => {
+        const skillId = this.store.insertSkill({
+          plan_id: planId,
+          step_id: null,
+          name: sk.name,
+          source: sk.source,
+          reason: this.#red(sk.reason) ?? "active at publish",
+          created_at: now,
+        });
+        return { skill_id: skillId, name: sk.name, source: sk.source };
+      });
       this.store.appendEvent({
         entityKind: "plan",
         entityId: planId,
         planId,
-        type: "plan.published",
-        payload: { goal, project, steps: steps.length, kind: ctx.kind ?? "plan" },
+        type: LedgerEvent.PlanPublished,
+        payload: {
+          goal,
+          project,
+          steps: steps.length,
+          kind,
+          ...(skills.length ? { skills: skills.length } : {}),
+        },
       });
       return {
         plan_id: planId,
@@ -394,15 +498,19 @@ export class Ledger {
         project,
         project_source: projectSource,
         status: PlanStatus.InProgress,
-        max_revisions: input.max_revisions ?? DEFAULT_MAX_REVISIONS,
-        step_ids: [...steps.map((s) => s.step_id), review.step_id],
+        max_revisions: maxRevisions,
+        /** Regular steps only (the original's shape); the review step is `review_step_id`. */
+        step_ids: steps.map((s) => s.step_id),
         steps: [...steps, review].map((s) => ({
           step_id: s.step_id,
           title: s.title,
-          type: s.type,
+          type: s.type || null,
           status: s.status,
         })),
         review_step_id: review.step_id,
+        ...(skills.length ? { skills_recorded: skills.length, skills } : {}),
+        ...(Array.isArray(input.expectations) ? { expectations_recorded: input.expectations.length } : {}),
+        ...(notices.length ? { notice: notices.join("; ") } : {}),
       };
     });
   }
@@ -426,7 +534,8 @@ export class Ledger {
       depth,
       title: this.redactor.redact(s.title),
       description: this.#red(s.description) ?? null,
-      type: s.type,
+      // Untyped until start/run gives it one (the original's bare-string steps).
+      type: s.type ?? "",
       status: StepStatus.Pending,
     };
   }
@@ -436,6 +545,13 @@ export class Ledger {
       const step = this.requireStep(input.step_id);
       this.#refuseReviewStep(step, "start-step");
       this.#requireOpenPlan(step.plan_id, `start step ${step.step_id}`);
+      if ((input.type ?? step.type) === StepType.Command) {
+        throw new RatchetError(
+          ErrorCode.CompleteOnCommand,
+          `step ${step.step_id} is a COMMAND step: shell work starts through run-step (\`ratchet step run\`, scripts/run-step.sh), which captures the output and the true exit code; nothing written`,
+          { stepId: step.step_id },
+        );
+      }
       const moved = this.#moveStep(
         step,
         StepStatus.InProgress,
@@ -497,10 +613,10 @@ export class Ledger {
       const step = this.requireStep(input.step_id);
       this.#refuseReviewStep(step, "complete-step");
       const plan = this.#requireOpenPlan(step.plan_id, `complete step ${step.step_id}`);
-      if (step.type === StepType.Command && !opts.viaRun) {
+      if (step.type === StepType.Command && !opts.viaRun && !this.#hasExitFooter(step, input.log_context)) {
         throw new RatchetError(
           ErrorCode.CompleteOnCommand,
-          `step ${step.step_id} is a COMMAND step: shell work completes through \`ratchet step run\` (it captures the output and the true exit code)`,
+          `step ${step.step_id} is a COMMAND step: shell work completes through run-step (\`ratchet step run\`; it captures the output and the true exit code), or give a log_context carrying its \`${EXIT_FOOTER}N\` footer`,
           { stepId: step.step_id },
         );
       }
@@ -546,6 +662,12 @@ export class Ledger {
         ...rollup,
       };
     });
+  }
+
+  /** Whether the given log or a stored one carries run-step's `--- exit_code=` footer. */
+  #hasExitFooter(step: StepRow, logContext: string | undefined): boolean {
+    if (logContext?.includes(EXIT_FOOTER)) return true;
+    return this.store.logsOfStep(step.step_id).some((l) => l.text.includes(EXIT_FOOTER));
   }
 
   /** A run-step log: the display text was cut once already; the full output goes to a blob when cut. */
@@ -626,11 +748,20 @@ export class Ledger {
   deviate(input: DeviateInput) {
     return this.store.tx(() => {
       const parent = this.requireStep(input.parent_step_id, "parent_step_id");
-      const plan = this.#requireOpenPlan(parent.plan_id, `deviate under ${parent.step_id}`);
+      const found = this.requirePlan(parent.plan_id);
+      // The recovery path (FL-019/FL-022): a FAILED step of a FAILED plan takes retries, which
+      // re-open the plan; every other write to a closed plan is refused.
+      const recovering =
+        found.status === PlanStatus.Failed &&
+        parent.status === StepStatus.Failed &&
+        parent.role !== StepRole.Review;
+      const plan = recovering
+        ? found
+        : this.#requireOpenPlan(parent.plan_id, `deviate under ${parent.step_id}`);
       if (parent.status === StepStatus.Completed) {
         throw new RatchetError(
           ErrorCode.SoftBreaker,
-          `step ${parent.step_id} is COMPLETED (immutable): deviate on the next non-terminal step or on the review step ${reviewStepId(plan.plan_id)}`,
+          `deviate rejected: step ${parent.step_id} is COMPLETED (immutable) (breaker=soft): attach the retry to the next non-terminal step or to the review step ${reviewStepId(plan.plan_id)}`,
           { stepId: parent.step_id, breaker: "soft", field: "parent_step_id" },
         );
       }
@@ -652,6 +783,15 @@ export class Ledger {
             revision_count: plan.revision_count,
             max_revisions: plan.max_revisions,
           },
+        );
+      }
+      if (recovering) {
+        const review = this.store.getStep(reviewStepId(plan.plan_id));
+        this.#reopen(
+          plan,
+          review,
+          parent.role === StepRole.ReviewChild ? StepStatus.NeedsReview : StepStatus.Pending,
+          { by: "deviate", parent_step_id: parent.step_id },
         );
       }
       const now = this.#now();
@@ -690,7 +830,7 @@ export class Ledger {
         entityKind: "plan",
         entityId: plan.plan_id,
         planId: plan.plan_id,
-        type: "plan.deviated",
+        type: LedgerEvent.PlanDeviated,
         payload: {
           deviation_id: deviationId,
           parent_step_id: parent.step_id,
@@ -699,9 +839,14 @@ export class Ledger {
         },
       });
       return {
+        accepted: true,
         plan_id: plan.plan_id,
         parent_step_id: parent.step_id,
         sub_step_ids: ids,
+        /** The original's name for `sub_step_ids`. */
+        new_step_ids: ids,
+        justification_logged: true,
+        ...(recovering ? { reopened: true } : {}),
         depth,
         revision_count: revision,
         max_revisions: plan.max_revisions,
@@ -735,21 +880,30 @@ export class Ledger {
         entityKind: "plan",
         entityId: plan.plan_id,
         planId: plan.plan_id,
-        type: "plan.skill_recorded",
+        type: LedgerEvent.PlanSkillRecorded,
         payload: { skill_id: id, name: input.name, step_id: input.step_id },
       });
-      return { plan_id: plan.plan_id, skill_id: id, name: input.name };
+      return {
+        recorded: true,
+        plan_id: plan.plan_id,
+        skill: input.name,
+        skill_id: id,
+        name: input.name,
+        source: input.source,
+      };
     });
   }
 
+  /** The `record-metric` op: a metric needs a project (given, or its plan's); `"none"` is none. */
   recordMetric(input: MetricInput) {
-    return this.store.tx(() => this.recordMetricInTx(input));
+    return this.store.tx(() => this.recordMetricInTx(input, { requireProject: true }));
   }
 
-  /** Records a metric inside the caller's transaction. */
-  recordMetricInTx(input: MetricInput) {
+  /** Records a metric inside the caller's transaction (run-step capture keeps a plan with no project). */
+  recordMetricInTx(input: MetricInput, opts: { requireProject?: boolean } = {}) {
     // Like publish: a metric names only a registered project (exit 3, nothing written).
-    if (input.project !== undefined && !this.store.getProject(input.project))
+    const given = input.project === NO_PROJECT ? undefined : input.project;
+    if (given !== undefined && !this.store.getProject(given))
       throw new RatchetError(
         ErrorCode.ProjectNotFound,
         `field \`project\`: project ${input.project} is not registered (run \`ratchet project add ${input.project}\`)`,
@@ -768,8 +922,18 @@ export class Ledger {
       planId = step.plan_id;
     }
     const plan = planId !== undefined ? this.requirePlan(planId) : undefined;
-    const project = input.project ?? plan?.project ?? null;
+    const fromPlan = plan?.project === NO_PROJECT ? null : (plan?.project ?? null);
+    const project = given ?? fromPlan;
+    if (project === null && opts.requireProject) {
+      throw new RatchetError(
+        ErrorCode.SchemaViolation,
+        `field \`project\`: 'project' is required — give one, or a plan_id/step_id whose plan has a project${plan ? ` (plan ${plan.plan_id} has none)` : ""}; nothing written`,
+        { field: "project" },
+      );
+    }
+    const source = input.source ?? (opts.requireProject ? "record-metric" : "run-step");
     const id = this.store.insertMetric({
+      source,
       name: input.name,
       value: input.value,
       unit: input.unit ?? null,
@@ -782,7 +946,7 @@ export class Ledger {
       entityKind: "metric",
       entityId: String(id),
       planId: plan?.plan_id ?? null,
-      type: "metric.recorded",
+      type: LedgerEvent.MetricRecorded,
       payload: { name: input.name, value: input.value, unit: input.unit, project, step_id: input.step_id },
     });
     return {
@@ -793,6 +957,7 @@ export class Ledger {
       project,
       plan_id: plan?.plan_id ?? null,
       step_id: input.step_id ?? null,
+      source,
     };
   }
 
@@ -822,7 +987,7 @@ export class Ledger {
         entityKind: "plan",
         entityId: plan.plan_id,
         planId: plan.plan_id,
-        type: "plan.budget_raised",
+        type: LedgerEvent.PlanBudgetRaised,
         payload: {
           deviation_id: deviationId,
           old_max: plan.max_revisions,
@@ -831,6 +996,7 @@ export class Ledger {
         },
       });
       return {
+        raised: true,
         plan_id: plan.plan_id,
         old_max: plan.max_revisions,
         new_max: input.new_max,
@@ -851,14 +1017,46 @@ export class Ledger {
           { planId: plan.plan_id, breaker: "soft" },
         );
       }
-      this.#movePlan(plan, PlanStatus.Abandoned, { reason: this.redactor.redact(input.reason) });
-      return { plan_id: plan.plan_id, status: PlanStatus.Abandoned, reason: input.reason };
+      const reason = this.redactor.redact(input.reason);
+      const deviationId = this.store.insertDeviation({
+        plan_id: plan.plan_id,
+        kind: "abandon",
+        parent_step_id: null,
+        justification: `[ABANDONED] ${reason}`,
+        sub_step_ids: null,
+        old_max: null,
+        new_max: null,
+        created_at: this.#now(),
+      });
+      this.store.updatePlan(plan.plan_id, { abandon_reason: reason });
+      this.#movePlan(plan, PlanStatus.Abandoned, { reason, deviation_id: deviationId });
+      return {
+        plan_id: plan.plan_id,
+        status: PlanStatus.Abandoned,
+        reason: input.reason,
+        deviation_id: deviationId,
+        revision_count: plan.revision_count,
+      };
     });
   }
 
   finish(input: FinishInput) {
     return this.store.tx(() => {
       const plan = this.requirePlan(input.plan_id);
+      if (plan.status === PlanStatus.Completed || plan.status === PlanStatus.Failed) {
+        // The original's idempotent no-op: nothing written, the plan as it stands.
+        const review = this.store.getStep(reviewStepId(plan.plan_id));
+        return {
+          ...plan,
+          mode: "noop",
+          plan_status: plan.status,
+          completed_at: plan.finished_at,
+          review_outcome: {
+            reason: "review step already terminal (idempotent no-op)",
+            review_status: review?.status ?? null,
+          },
+        };
+      }
       if (plan.status !== PlanStatus.InProgress) {
         throw new RatchetError(
           ErrorCode.IllegalTransition,
@@ -872,7 +1070,7 @@ export class Ledger {
         const child = steps.find((s) => s.role === StepRole.ReviewChild);
         throw new RatchetError(
           ErrorCode.AwaitsReview,
-          `plan ${plan.plan_id} awaits its agent review: complete or fail ${child?.step_id ?? review.step_id} (or use \`ratchet plan review-close\`)`,
+          `plan ${plan.plan_id} is in NEEDS_REVIEW — it awaits its agent review: complete or fail ${child?.step_id ?? review.step_id} (drive it, or \`ratchet plan review-close\`); finish-plan cannot force it`,
           { planId: plan.plan_id, review_step_id: review.step_id, review_child_step_id: child?.step_id },
         );
       }
@@ -902,14 +1100,32 @@ export class Ledger {
 
   reviewClose(input: ReviewCloseInput) {
     return this.store.tx(() => {
-      const plan = this.#requireOpenPlan(input.plan_id, "close its review");
-      const steps = this.store.stepsOfPlan(plan.plan_id);
+      const found = this.requirePlan(input.plan_id);
+      const steps = this.store.stepsOfPlan(found.plan_id);
       const review = steps.find((s) => s.role === StepRole.Review);
-      if (!review || review.status !== StepStatus.NeedsReview) {
+      const child = steps.find((s) => s.role === StepRole.ReviewChild);
+      const childFailed = child?.status === StepStatus.Failed;
+      const recovered = childFailed && child !== undefined && this.#recovered(child, steps);
+      // FL-019: `pass` on a failed review counts only once `<plan>-REVIEW.1` is recovered.
+      if (input.outcome === "pass" && childFailed && !recovered) {
+        throw new RatchetError(
+          ErrorCode.SoftBreaker,
+          `plan ${found.plan_id}: ${child?.step_id} FAILED: recover it first (deviate under ${child?.step_id} and complete the retry), then pass the review`,
+          { planId: found.plan_id, breaker: "soft" },
+        );
+      }
+      const reopenFailed =
+        input.outcome === "pass" && recovered && found.status === PlanStatus.Failed && review !== undefined;
+      if (reopenFailed) this.#reopen(found, review, StepStatus.NeedsReview, { by: "review-close" });
+      const plan = reopenFailed
+        ? this.requirePlan(found.plan_id)
+        : this.#requireOpenPlan(input.plan_id, "close its review");
+      const current = reopenFailed ? this.requireStep(review.step_id) : review;
+      if (!current || current.status !== StepStatus.NeedsReview) {
         throw new RatchetError(
           ErrorCode.IllegalTransition,
-          `plan ${plan.plan_id}: review step is ${review?.status ?? "missing"}, not NEEDS_REVIEW; review-close only follows a needs_agent_review hand-off`,
-          { planId: plan.plan_id, from: review?.status, to: "COMPLETED", breaker: "soft" },
+          `plan ${plan.plan_id}: review step is ${current?.status ?? "missing"}, not NEEDS_REVIEW; review-close only follows a needs_agent_review hand-off`,
+          { planId: plan.plan_id, from: current?.status, to: "COMPLETED", breaker: "soft" },
         );
       }
       const open = steps.filter(
@@ -924,7 +1140,6 @@ export class Ledger {
         );
       }
       const to = input.outcome === "pass" ? StepStatus.Completed : StepStatus.Failed;
-      const child = steps.find((s) => s.role === StepRole.ReviewChild);
       if (child && child.status !== StepStatus.Completed && child.status !== StepStatus.Failed) {
         const c =
           child.status === StepStatus.Pending
@@ -932,9 +1147,12 @@ export class Ledger {
             : child;
         this.#moveStep(c, to, {}, { by: "review-close" });
       }
-      if (input.log_context) this.addLog(review, "review", input.log_context);
+      if (input.log_context) this.addLog(current, "review", input.log_context);
+      const tag = `[AGENT-REVIEW ${input.outcome === "pass" ? "PASS" : "FAIL"}${recovered ? " after recovery" : ""}]`;
+      this.addLog(current, "review", `${tag} ${input.summary ?? ""}`.trimEnd());
+      this.store.updatePlan(plan.plan_id, { review_state: "reviewed" });
       this.#moveStep(
-        review,
+        current,
         to,
         {
           summary: this.#red(input.summary) ?? null,
@@ -952,10 +1170,23 @@ export class Ledger {
         plan_id: plan.plan_id,
         outcome: input.outcome,
         status: input.outcome === "pass" ? PlanStatus.Completed : PlanStatus.Failed,
-        review_step_id: review.step_id,
+        review_step_id: current.step_id,
         review_child_step_id: child?.step_id,
+        ...(recovered ? { after_recovery: true } : {}),
       };
     });
+  }
+
+  /** Whether a FAILED step is recovered by its deviation children (the roll-up's rule). */
+  #recovered(step: StepRow, steps: readonly StepRow[]): boolean {
+    const children = new Map<string, StepRow[]>();
+    for (const s of steps) {
+      if (!s.parent_step_id) continue;
+      const list = children.get(s.parent_step_id) ?? [];
+      list.push(s);
+      children.set(s.parent_step_id, list);
+    }
+    return isSound(step, children);
   }
 
   /** Fails every IN_PROGRESS step whose lease expired, each in its own transaction with its roll-up. */
@@ -1027,6 +1258,25 @@ function blankStep(now: string): StepRow {
   };
 }
 
+/** The footer run-step appends to a command's output; a COMMAND step's log carrying it may complete. */
+const EXIT_FOOTER = "--- exit_code=";
+
+/** The declared no-project marker of the original (`"project": "none"`). */
+export const NO_PROJECT = "none";
+
+/** Whether the plan's roll-up hands off to an agent review (a real registered project). */
+function hasReviewProject(plan: PlanRow): boolean {
+  return plan.project !== null && plan.project !== NO_PROJECT;
+}
+
+/** Why a plan closing COMPLETED is not reviewed. */
+function reviewSkipReason(plan: PlanRow): string {
+  if (plan.kind !== "plan") return `a ${plan.kind} plan closes on its own roll-up`;
+  return plan.project === NO_PROJECT
+    ? 'project "none": no state-graph review'
+    : "no registered project: no state-graph review";
+}
+
 /** The top of the git work tree holding `dir` (found by walking up to `.git`), resolved. */
 export function gitRoot(dir: string): string | undefined {
   let cur = resolve(dir);
@@ -1042,14 +1292,5 @@ export function gitRoot(dir: string): string | undefined {
     const up = dirname(cur);
     if (up === cur) return undefined;
     cur = up;
-  }
-}
-
-/** Whether `p` is an existing folder. */
-export function isDir(p: string): boolean {
-  try {
-    return statSync(p).isDirectory();
-  } catch {
-    return false;
   }
 }
