@@ -7,27 +7,15 @@
  */
 import { chmodSync, mkdirSync, realpathSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { Op } from "../ledger/index.js";
+import { FLOWS, type Op } from "../ledger/index.js";
 import { out } from "./io.js";
 
-/** Script name → the command it runs (`<group> <verb>`) and the op it performs. */
-export const SHIMS: readonly { script: string; command: string; op: Op }[] = [
-  { script: "publish-plan.sh", command: "plan publish", op: "publish-plan" },
-  { script: "start-step.sh", command: "step start", op: "start-step" },
-  { script: "complete-step.sh", command: "step complete", op: "complete-step" },
-  { script: "fail-step.sh", command: "step fail", op: "fail-step" },
-  { script: "append-log.sh", command: "step log", op: "append-log" },
-  { script: "run-step.sh", command: "step run", op: "run-step" },
-  { script: "deviate.sh", command: "step deviate", op: "deviate" },
-  { script: "heartbeat.sh", command: "step heartbeat", op: "heartbeat" },
-  { script: "record-skill.sh", command: "plan record-skill", op: "record-skill" },
-  { script: "record-metric.sh", command: "metric record", op: "record-metric" },
-  { script: "raise-budget.sh", command: "plan raise-budget", op: "raise-budget" },
-  { script: "abandon-plan.sh", command: "plan abandon", op: "abandon-plan" },
-  { script: "finish-plan.sh", command: "plan finish", op: "finish-plan" },
-  { script: "agent-review-close.sh", command: "plan review-close", op: "agent-review-close" },
-  { script: "sweep.sh", command: "plan sweep", op: "sweep" },
-];
+/** Script name (`<op>.sh`, as the original named them) → the command it runs and its op; from FLOWS. */
+export const SHIMS: readonly { script: string; command: string; op: Op }[] = FLOWS.map((f) => ({
+  script: `${f.op}.sh`,
+  command: f.command.join(" "),
+  op: f.op,
+}));
 
 function quote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;

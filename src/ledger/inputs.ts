@@ -1,9 +1,9 @@
 /**
- * The JSON input contract of every write flow (executing-plans spec), strict: unknown fields are
- * refused by name. `OP_INPUTS` maps each marker op name to its schema; docs/plans.md lists them.
+ * Shared pieces of the write flows' input schemas (each flow's own schema is in `flows/<op>.ts`):
+ * field builders with their limits, the two step shapes, the skill sources, run-step's input
+ * (`run-step.ts`), and the stable marker op names.
  */
 import {
-  arr,
   bool,
   ErrorCode,
   type Infer,
@@ -12,10 +12,8 @@ import {
   MAX_LOG_TEXT_CHARS,
   MAX_PATH_CHARS,
   MAX_STEP_RUN_TIMEOUT_SECONDS,
-  MAX_STEPS_PER_PLAN,
   MAX_TEXT_CHARS,
   MAX_TITLE_CHARS,
-  MAX_UNIT_CHARS,
   num,
   obj,
   oneOf,
@@ -28,12 +26,13 @@ import { STEP_TYPES, type StepType } from "./states.js";
 
 // Every free-text field has a limit in the schema (docs/plans.md lists them): prose and agent
 // input/output MAX_TEXT_CHARS, logs MAX_LOG_TEXT_CHARS, ids MAX_ID_CHARS.
-const text = (description?: string) => str({ max: MAX_TEXT_CHARS, ...(description ? { description } : {}) });
-const logText = (description?: string) =>
+export const text = (description?: string) =>
+  str({ max: MAX_TEXT_CHARS, ...(description ? { description } : {}) });
+export const logText = (description?: string) =>
   str({ max: MAX_LOG_TEXT_CHARS, ...(description ? { description } : {}) });
-const id = (description: string) => str({ min: 1, max: MAX_ID_CHARS, description });
-const stepType = oneOf(STEP_TYPES, "step type");
-const leaseSeconds = num({
+export const id = (description: string) => str({ min: 1, max: MAX_ID_CHARS, description });
+export const stepType = oneOf(STEP_TYPES, "step type");
+export const leaseSeconds = num({
   int: true,
   min: 1,
   max: MAX_LEASE_SECONDS,
@@ -43,21 +42,9 @@ const leaseSeconds = num({
 /** Where a skill activation came from (the original's enum; anything else is refused). */
 export const SKILL_SOURCES = ["iron-law", "auto-search", "explicit-mention", "deferred-load"] as const;
 
-function refuse(path: string, message: string): never {
+/** Throws `schema_violation` naming `path`. */
+export function refuse(path: string, message: string): never {
   throw new RatchetError(ErrorCode.SchemaViolation, `field \`${path}\`: ${message}`, { field: path });
-}
-
-/** Any JSON value kept as given (the original's extension keys), at most MAX_TEXT_CHARS serialised. */
-function jsonValue(description: string): Schema<unknown> {
-  return {
-    parse(v, path) {
-      const size = JSON.stringify(v)?.length ?? 0;
-      if (size > MAX_TEXT_CHARS)
-        refuse(path, `must be at most ${MAX_TEXT_CHARS} characters as JSON (got ${size})`);
-      return v;
-    },
-    json: () => ({ description }),
-  };
 }
 
 const StepObject = obj({
@@ -118,179 +105,26 @@ function titleOf(description: string): string {
   return line.length > MAX_TITLE_CHARS ? `${line.slice(0, MAX_TITLE_CHARS - 1)}…` : line;
 }
 
-const SkillSpec = obj({
-  name: str({ min: 1, max: MAX_TITLE_CHARS, description: "skill name" }),
-  source: oneOf(SKILL_SOURCES, "how the skill was activated"),
-  reason: opt(text("why it was activated")),
-});
-
-const PublishFields = obj({
-  goal: str({ min: 1, max: MAX_TEXT_CHARS, description: "what the plan achieves" }),
-  prefix: opt(
-    str({
-      min: 1,
-      max: 64,
-      pattern: /^[a-z0-9-]+$/,
-      description: "plan id prefix: the id becomes <prefix>-<YYYYMMDDHHMMSS> (default: a slug of the goal)",
-    }),
-  ),
-  project: opt(id('registered project the plan belongs to, or "none" for an explicit no-project plan')),
-  max_revisions: opt(num({ int: true, min: 0, max: 1000, description: "revision budget (default 5)" })),
-  steps: arr(StepSpecInput, { min: 1, max: MAX_STEPS_PER_PLAN, description: "the plan's steps, in order" }),
-  user_query: opt(text("the user's prompt, verbatim (stored on the plan)")),
-  skills: opt(arr(SkillSpec, { max: 100, description: "skills active at publish (recorded with no step)" })),
-  declared_targets: opt(jsonValue("impact preflight targets (stored as given)")),
-  expectations: opt(jsonValue("expected outcomes (stored as given)")),
-  headline_notes: opt(jsonValue("headline notes (stored as given)")),
-});
-
-/** Publish input; a missing goal or steps is named with the original's wording. */
-export const PublishInput: Schema<Infer<typeof PublishFields>> & { shape: typeof PublishFields.shape } = {
-  shape: PublishFields.shape,
-  parse(v, path) {
-    if (v !== null && typeof v === "object" && !Array.isArray(v)) {
-      for (const f of ["goal", "steps"]) {
-        const got = (v as Record<string, unknown>)[f];
-        if (got === undefined || got === null)
-          refuse(
-            f,
-            `is required (missing required field: '${f}'; required: goal, steps; prefix recommended)`,
-          );
-      }
-    }
-    return PublishFields.parse(v, path);
-  },
-  json: () => PublishFields.json(),
-};
-
-export const StartInput = obj({
-  step_id: id("step to start"),
-  type: opt(stepType),
-  agent_input: opt(text("what the agent was given")),
-  log_context: opt(logText()),
-  lease_seconds: opt(leaseSeconds),
-});
-
-export const CompleteInput = obj({
-  step_id: id("step to complete"),
-  summary: opt(text("one human-curated sentence")),
-  agent_output: opt(text("what the agent produced")),
-  log_context: opt(logText()),
-});
-
-export const FailInput = obj({
-  step_id: id("step to fail"),
-  reason: opt(text()),
-  log_context: opt(logText()),
-});
-
-export const LogInput = obj({
-  step_id: id("step to append to"),
-  text: logText("raw output to keep"),
-});
-
 export const RunInput = obj({
   step_id: id("step to run"),
-  type: stepType,
+  type: oneOf(STEP_TYPES, "the step's type (COMMAND for shell work)"),
   command: str({ min: 1, max: MAX_TEXT_CHARS, description: "shell command, run with bash -c" }),
-  summary: opt(text()),
+  summary: opt(text("one sentence for the completed step")),
   allow_nonzero: opt(bool("complete the step even when the command exits non-zero")),
   metrics_from_stdout: opt(bool("record `metric name=<x> value=<v> [unit=<u>]` lines as metrics")),
-  timeout_seconds: opt(num({ int: true, min: 1, max: MAX_STEP_RUN_TIMEOUT_SECONDS })),
+  timeout_seconds: opt(
+    num({
+      int: true,
+      min: 1,
+      max: MAX_STEP_RUN_TIMEOUT_SECONDS,
+      description: "kill the command after this long",
+    }),
+  ),
   cwd: opt(str({ min: 1, max: MAX_PATH_CHARS, description: "working folder (default: the current folder)" })),
   lease_seconds: opt(leaseSeconds),
 });
 
-export const HeartbeatInput = obj({
-  step_id: id("step whose lease to renew"),
-  lease_seconds: opt(leaseSeconds),
-});
-
-export const DeviateInput = obj({
-  parent_step_id: id("step the new sub-steps hang under"),
-  justification: str({ min: 1, max: MAX_TEXT_CHARS, description: "why the plan changes" }),
-  sub_steps: arr(StepSpecInput, {
-    min: 1,
-    max: MAX_STEPS_PER_PLAN,
-    description: "new sub-steps: strings, {description, type?|step_type?} or {title, type?}",
-  }),
-});
-
-export const RecordSkillInput = obj({
-  plan_id: id("plan"),
-  name: str({ min: 1, max: MAX_TITLE_CHARS, description: "skill name" }),
-  source: oneOf(SKILL_SOURCES, "how the skill was activated"),
-  step_id: opt(id("step")),
-  reason: opt(text("why it was activated")),
-});
-
-const NUMERIC = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
-
-/** A metric value: a JSON number, or a strictly numeric string (trimmed). */
-const metricValue: Schema<number> = {
-  parse(v, path) {
-    if (typeof v === "number" && Number.isFinite(v)) return v;
-    if (typeof v === "string" && NUMERIC.test(v.trim())) {
-      const n = Number(v.trim());
-      if (Number.isFinite(n)) return n;
-    }
-    return refuse(path, `must be a number or a numeric string (got ${JSON.stringify(v) ?? String(v)})`);
-  },
-  json: () => ({
-    oneOf: [{ type: "number" }, { type: "string", pattern: NUMERIC.source }],
-    description: "the observation",
-  }),
-};
-
-export const MetricInput = obj({
-  name: str({ min: 1, max: MAX_TITLE_CHARS, description: "metric name" }),
-  value: metricValue,
-  unit: opt(str({ max: MAX_UNIT_CHARS, description: "unit" })),
-  project: opt(id('project (default: the plan\'s; "none" counts as none; one is required)')),
-  plan_id: opt(id("plan")),
-  step_id: opt(id("step (its plan is used when plan_id is absent)")),
-  source: opt(str({ min: 1, max: MAX_TITLE_CHARS, description: "who recorded it (default record-metric)" })),
-});
-
-export const RaiseBudgetInput = obj({
-  plan_id: id("plan"),
-  new_max: num({ int: true, min: 1, max: 1000 }),
-  reason: str({ min: 1, max: MAX_TEXT_CHARS }),
-});
-
-export const AbandonInput = obj({
-  plan_id: id("plan"),
-  reason: str({ min: 1, max: MAX_TEXT_CHARS }),
-});
-
-export const FinishInput = obj({ plan_id: id("plan") });
-
-export const ReviewCloseInput = obj({
-  plan_id: id("plan"),
-  outcome: oneOf(["pass", "fail"] as const),
-  summary: opt(text()),
-  log_context: opt(logText()),
-});
-
-export const SweepInput = obj({
-  plan_id: opt(id("only this plan")),
-});
-
-export type PublishInput = Infer<typeof PublishFields>;
-export type StartInput = Infer<typeof StartInput>;
-export type CompleteInput = Infer<typeof CompleteInput>;
-export type FailInput = Infer<typeof FailInput>;
-export type LogInput = Infer<typeof LogInput>;
 export type RunInput = Infer<typeof RunInput>;
-export type HeartbeatInput = Infer<typeof HeartbeatInput>;
-export type DeviateInput = Infer<typeof DeviateInput>;
-export type RecordSkillInput = Infer<typeof RecordSkillInput>;
-export type MetricInput = Infer<typeof MetricInput>;
-export type RaiseBudgetInput = Infer<typeof RaiseBudgetInput>;
-export type AbandonInput = Infer<typeof AbandonInput>;
-export type FinishInput = Infer<typeof FinishInput>;
-export type ReviewCloseInput = Infer<typeof ReviewCloseInput>;
-export type SweepInput = Infer<typeof SweepInput>;
 
 /** Marker op names (stable, pinned). */
 export const Op = {
@@ -311,21 +145,3 @@ export const Op = {
   Sweep: "sweep",
 } as const;
 export type Op = (typeof Op)[keyof typeof Op];
-
-export const OP_INPUTS = {
-  "publish-plan": PublishInput,
-  "start-step": StartInput,
-  "complete-step": CompleteInput,
-  "fail-step": FailInput,
-  "append-log": LogInput,
-  "run-step": RunInput,
-  deviate: DeviateInput,
-  "record-skill": RecordSkillInput,
-  "record-metric": MetricInput,
-  "raise-budget": RaiseBudgetInput,
-  "abandon-plan": AbandonInput,
-  "finish-plan": FinishInput,
-  "agent-review-close": ReviewCloseInput,
-  heartbeat: HeartbeatInput,
-  sweep: SweepInput,
-} as const;

@@ -76,6 +76,23 @@ describe("auth", () => {
 });
 
 describe("write flows", () => {
+  it("a batch (step apply) through POST /api/flows/apply, with {{label.path}} references", async () => {
+    const r = await fx.req("POST", "/api/flows/apply", {
+      body: {
+        ops: [
+          { op: "publish-plan", as: "p", goal: "batch", steps: ["a"] },
+          { op: "start-step", step_id: "{{p.step_ids.0}}" },
+          { op: "complete-step", step_id: "{{p.step_ids.0}}", summary: "done" },
+          { op: "start-step", step_id: "nope" },
+        ],
+      },
+    });
+    const body = await json(r);
+    expect(body).toMatchObject({ ok: false, op: "apply", applied: 3, failed: 1, exit_status: 3 });
+    expect(body.lines[2]).toMatchObject({ line: 3, ok: true, op: "complete-step", plan_status: "COMPLETED" });
+    expect(body.lines[3]).toMatchObject({ line: 4, ok: false, op: "start-step", exit_status: 3 });
+  });
+
   it("publish, start, complete through REST with the CLI's result and marker; reads follow", async () => {
     const plan = await publish();
     expect(plan.plan_id).toMatch(/./);

@@ -615,7 +615,10 @@ const CASES: [string, (i: Ids) => Case][] = [
       args: ["step", "start"],
       input: { none: true },
       status: 2,
-      message: /missing required argument 'input'/,
+      // Write-flow commands parse their own arguments (file, -, or flags): a usage marker.
+      message: /missing input \(a JSON\/YAML file path, - for stdin, or the fields as flags\)/,
+      op: "start-step",
+      code: "usage",
     }),
   ],
   [
@@ -624,7 +627,9 @@ const CASES: [string, (i: Ids) => Case][] = [
       args: ["step", "start", "--colour", "red"],
       input: { stdin: "{}" },
       status: 2,
-      message: /unknown option '--colour'/,
+      message: /unknown flag --colour for `ratchet step start`/,
+      op: "start-step",
+      code: "usage",
     }),
   ],
 ];
