@@ -1,6 +1,6 @@
 /** Opens the workspace's store and ledger for a command, and closes them after. */
 import { Ledger } from "../ledger/index.js";
-import { BlobStore, resolveWorkspace, SqliteStore, type Workspace } from "../store/index.js";
+import { BlobStore, envDb, resolveWorkspace, SqliteStore, type Workspace } from "../store/index.js";
 
 export interface GlobalOptions {
   db?: string;
@@ -15,8 +15,8 @@ export interface CommandContext {
 
 export function openContext(opts: GlobalOptions): CommandContext {
   const workspace = resolveWorkspace({ ...(opts.db ? { db: opts.db } : {}) });
-  // A --db / RATCHET_DB path may name a new file: create it; a found workspace already exists.
-  const store = SqliteStore.open(workspace.dbPath, { create: Boolean(opts.db ?? process.env.RATCHET_DB) });
+  // A --db / RATCHET_DB (ORCH_DB) path may name a new file: create it; a found workspace already exists.
+  const store = SqliteStore.open(workspace.dbPath, { create: Boolean(opts.db ?? envDb()) });
   const blobs = new BlobStore(workspace.blobsDir);
   return { workspace, store, blobs, ledger: new Ledger({ store, blobs }) };
 }

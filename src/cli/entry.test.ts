@@ -12,19 +12,23 @@ describe("plainWriteFlow: which command lines skip building the full CLI", () =>
       ["--db=/tmp/l.db", "plan", "publish", "p.yaml"],
       { op: "publish-plan", input: "p.yaml", db: "/tmp/l.db" },
     ],
+    // Flag style and input-less commands take the fast path too (`plan sweep` takes no input).
+    [["step", "start", "p-A"], { op: "start-step", args: ["p-A"] }],
+    [["step", "complete", "p-A", "--summary", "s"], { op: "complete-step", args: ["p-A", "--summary", "s"] }],
+    [["plan", "sweep"], { op: "sweep", args: [] }],
+    [["plan", "sweep", "in.json"], { op: "sweep", input: "in.json" }],
   ])("%j is a write flow", (args, expected) => {
-    expect(plainWriteFlow(args)).toEqual(expected);
+    expect(plainWriteFlow(args)).toMatchObject(expected);
   });
 
   it.each([
     [[]],
     [["--help"]],
-    [["step", "start"]],
+    [["step"]],
     [["step", "start", "--help"]],
-    [["step", "start", "a.json", "extra"]],
+    [["step", "complete", "p-A", "-h"]],
     [["step", "apply", "ops.jsonl"]],
     [["plan", "show", "p-1"]],
-    [["plan", "sweep", "in.json"]],
     [["--db=", "step", "start", "a.json"]],
     [["--version"]],
   ])("%j goes to the full CLI", (args) => {

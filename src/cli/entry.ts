@@ -5,30 +5,20 @@
  * else (help, reads, other flags, other commands) goes to the full CLI in `main.ts`, which accepts
  * the same shape too: both paths call the same `runWriteFlow`.
  */
-import type { Op } from "../ledger/index.js";
+import { FLOWS, type Op } from "../ledger/index.js";
 import { finalStatus, guardStdio } from "./io.js";
-import { runWriteFlow } from "./write-flows.js";
+import { runFlowCommand } from "./write-flows.js";
 
-/** `<group> <verb>` → marker op of the write flows that take exactly one input argument. */
-const WRITE_FLOWS: Readonly<Record<string, Op>> = {
-  "plan publish": "publish-plan",
-  "plan record-skill": "record-skill",
-  "plan raise-budget": "raise-budget",
-  "plan abandon": "abandon-plan",
-  "plan finish": "finish-plan",
-  "plan review-close": "agent-review-close",
-  "step start": "start-step",
-  "step complete": "complete-step",
-  "step fail": "fail-step",
-  "step log": "append-log",
-  "step run": "run-step",
-  "step deviate": "deviate",
-  "step heartbeat": "heartbeat",
-  "metric record": "record-metric",
-};
+/** `<group> <verb>` → marker op of every write flow (from FLOWS). */
+const WRITE_FLOWS: ReadonlyMap<string, Op> = new Map(FLOWS.map((f) => [f.command.join(" "), f.op]));
 
-/** The write flow and options of a plain write-flow command line, or undefined for anything else. */
-export function plainWriteFlow(args: readonly string[]): { op: Op; input: string; db?: string } | undefined {
+/**
+ * The write flow, its arguments and options of a write-flow command line (an input file, `-`, or
+ * flags), or undefined for anything else (help goes to the full CLI).
+ */
+export function plainWriteFlow(
+  args: readonly string[],
+): { op: Op; args: readonly string[]; input?: string; db?: string } | undefined {
   let rest = args;
   let db: string | undefined;
   if (rest[0] === "--db" && rest.length > 1) {
@@ -38,11 +28,16 @@ export function plainWriteFlow(args: readonly string[]): { op: Op; input: string
     db = rest[0].slice("--db=".length);
     rest = rest.slice(1);
   }
-  if (rest.length !== 3 || db === "") return undefined;
-  const op = WRITE_FLOWS[`${rest[0]} ${rest[1]}`];
-  const input = rest[2] as string;
-  if (!op || (input !== "-" && input.startsWith("-"))) return undefined;
-  return { op, input, ...(db !== undefined ? { db } : {}) };
+  if (rest.length < 2 || db === "") return undefined;
+  const op = WRITE_FLOWS.get(`${rest[0]} ${rest[1]}`);
+  const flowArgs = rest.slice(2);
+  if (!op || flowArgs.some((a) => a === "-h" || a === "--help")) return undefined;
+  return {
+    op,
+    args: flowArgs,
+    ...(flowArgs.length === 1 ? { input: flowArgs[0] as string } : {}),
+    ...(db !== undefined ? { db } : {}),
+  };
 }
 
 /** Runs the CLI with `argv` (as `process.argv`) and returns the exit status. */
@@ -50,7 +45,9 @@ export async function main(argv: readonly string[] = process.argv): Promise<numb
   guardStdio();
   const flow = plainWriteFlow(argv.slice(2));
   if (flow)
-    return finalStatus(await runWriteFlow(flow.op, flow.input, flow.db !== undefined ? { db: flow.db } : {}));
+    return finalStatus(
+      await runFlowCommand(flow.op, flow.args, flow.db !== undefined ? { db: flow.db } : {}),
+    );
   const full = await import("./main.js");
   return finalStatus(await full.main(argv));
 }

@@ -4,12 +4,13 @@
  */
 import { Command, CommanderError } from "commander";
 import { ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
-import type { Op } from "../ledger/index.js";
+import { FLOWS } from "../ledger/index.js";
 import { initWorkspace, SqliteStore } from "../store/index.js";
+import { flowHelp } from "./flow-args.js";
 import { err, guardStdio, out } from "./io.js";
 import { events, planList, planShow, projectAdd, projectList } from "./reads.js";
 import { reviewCommand } from "./review-command.js";
-import { runBatch, runWriteFlow } from "./write-flows.js";
+import { runBatch, runFlowCommand } from "./write-flows.js";
 
 const VERSION = "0.1.0";
 
@@ -20,7 +21,7 @@ function build(setStatus: (n: number) => void): Command {
     .version(VERSION)
     .option(
       "--db <path>",
-      "ledger database (default: .ratchet/ratchet.db found by walking up; env RATCHET_DB)",
+      "ledger database (default: .ratchet/ratchet.db found by walking up; env RATCHET_DB, else ORCH_DB)",
     )
     .showHelpAfterError("(run with --help for usage)")
     .exitOverride()
@@ -32,8 +33,6 @@ function build(setStatus: (n: number) => void): Command {
     async (...a: A) => {
       setStatus(await fn(...a));
     };
-  const flow = (op: Op, opts: { allowEmpty?: boolean } = {}) =>
-    act(async (input: string | undefined) => runWriteFlow(op, input, globals(), opts));
 
   program
     .command("init [dir]")
@@ -47,15 +46,19 @@ function build(setStatus: (n: number) => void): Command {
       }),
     );
 
-  const plan = program.command("plan").description("publish, read and close plans");
-  plan
-    .command("publish <input>")
-    .description("publish a plan from a JSON or YAML file (or - for stdin)")
-    .addHelpText(
-      "after",
-      '\nInput: {"goal": "…", "project"?: "…", "max_revisions"?: 5, "steps": [{"title": "…", "type": "COMMAND"}]}',
+  program
+    .command("shims <dir>")
+    .description(
+      "write scripts named like the original ledger's (start-step.sh, publish-plan.sh, run-step.sh, …) into dir; each runs the matching command with the same input (ORCH_DB is honoured like RATCHET_DB)",
     )
-    .action(flow("publish-plan"));
+    .action(
+      act(async (dir: string) => {
+        const { shimsCommand } = await import("./shims.js");
+        return shimsCommand(dir);
+      }),
+    );
+
+  const plan = program.command("plan").description("publish, read and close plans");
   plan
     .command("show <plan_id>")
     .description("a plan's steps in tree order with logs, deviations, metrics and skills")
@@ -76,60 +79,8 @@ function build(setStatus: (n: number) => void): Command {
     .action(
       act(async (o: { status?: string; limit?: string; json?: boolean }) => planList({ ...globals(), ...o })),
     );
-  plan
-    .command("record-skill <input>")
-    .description('record a skill activated mid-flight: {"plan_id","name","source","step_id"?,"reason"?}')
-    .action(flow("record-skill"));
-  plan
-    .command("raise-budget <input>")
-    .description('raise the revision budget: {"plan_id","new_max","reason"}')
-    .action(flow("raise-budget"));
-  plan
-    .command("abandon <input>")
-    .description('put down a plan nobody started: {"plan_id","reason"}')
-    .action(flow("abandon-plan"));
-  plan
-    .command("finish <input>")
-    .description('run the close-out (or force-finish a partial plan): {"plan_id"}')
-    .action(flow("finish-plan"));
-  plan
-    .command("review-close <input>")
-    .description('close a NEEDS_REVIEW plan: {"plan_id","outcome":"pass"|"fail","summary"?,"log_context"?}')
-    .action(flow("agent-review-close"));
-  plan
-    .command("sweep [input]")
-    .description('fail IN_PROGRESS steps whose lease expired: optional {"plan_id"}')
-    .action(flow("sweep", { allowEmpty: true }));
 
   const step = program.command("step").description("move steps through their state machine");
-  step
-    .command("start <input>")
-    .description('{"step_id","type"?,"agent_input"?,"log_context"?,"lease_seconds"?}')
-    .action(flow("start-step"));
-  step
-    .command("complete <input>")
-    .description(
-      '{"step_id","summary"?,"agent_output"?,"log_context"?} (COMMAND steps complete through `step run`)',
-    )
-    .action(flow("complete-step"));
-  step.command("fail <input>").description('{"step_id","reason"?,"log_context"?}').action(flow("fail-step"));
-  step.command("log <input>").description('append raw output: {"step_id","text"}').action(flow("append-log"));
-  step
-    .command("run <input>")
-    .description(
-      'start + run a shell command + capture its output + complete or fail: {"step_id","type","command","summary"?,"allow_nonzero"?,"metrics_from_stdout"?,"timeout_seconds"?}; exits with the command\'s status',
-    )
-    .action(flow("run-step"));
-  step
-    .command("deviate <input>")
-    .description(
-      'add sub-steps under a step: {"parent_step_id","justification","sub_steps":[{"title","type"}]}',
-    )
-    .action(flow("deviate"));
-  step
-    .command("heartbeat <input>")
-    .description('renew the lease of an IN_PROGRESS step: {"step_id","lease_seconds"?}')
-    .action(flow("heartbeat"));
   step
     .command("apply <ops>")
     .description(
@@ -139,10 +90,21 @@ function build(setStatus: (n: number) => void): Command {
     .action(act(async (src: string, o: { stopOnError?: boolean }) => runBatch(src, { ...globals(), ...o })));
 
   const metric = program.command("metric").description("numeric observations");
-  metric
-    .command("record <input>")
-    .description('{"name","value","unit"?,"project"?,"plan_id"?,"step_id"?}')
-    .action(flow("record-metric"));
+
+  // Every write flow's command, its --help and its flag-style form come from FLOWS.
+  const groups: Record<string, Command> = { plan, step, metric };
+  for (const f of FLOWS) {
+    const group = groups[f.command[0]];
+    if (!group) throw new Error(`no command group ${f.command[0]} for flow ${f.op}`);
+    group
+      .command(f.command[1])
+      .argument("[input...]", "a .json/.yaml/.yml file or - for stdin, or the fields as flags")
+      .description(f.summary)
+      .allowUnknownOption()
+      .helpOption("-h, --help", "show the input fields, the flags and an example")
+      .addHelpText("after", flowHelp(f))
+      .action(act(async (args: string[]) => runFlowCommand(f.op, args, globals())));
+  }
 
   const project = program
     .command("project")

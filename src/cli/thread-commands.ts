@@ -3,7 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { compileBridgeConfig, createToolRegistry, loadWorkspaceBridgeConfig } from "../bridge/index.js";
 import { ErrorCode, RatchetError } from "../core/index.js";
 import { compileModelOptions, createModelClient } from "../model/index.js";
-import { resolveWorkspace, SqliteStore } from "../store/index.js";
+import { envDb, resolveWorkspace, SqliteStore } from "../store/index.js";
 import {
   bridgeActions,
   type DriveEvent,
@@ -56,7 +56,7 @@ export function open(
   opts: { withTools?: boolean } = {},
 ): Opened {
   const ws = resolveWorkspace({ ...(globals.db ? { db: globals.db } : {}) });
-  const store = SqliteStore.open(ws.dbPath, { create: Boolean(globals.db ?? process.env.RATCHET_DB) });
+  const store = SqliteStore.open(ws.dbPath, { create: Boolean(globals.db ?? envDb()) });
   try {
     return { svc: threadServiceFor(store, ws.dir, extra, opts), store, close: () => store.close() };
   } catch (e) {

@@ -2,28 +2,61 @@
 import { hostname } from "node:os";
 import { RatchetError, toRatchetError } from "../core/index.js";
 import { killAllRunning } from "../exec/index.js";
-import { applyOp, cleanStaleRunDirs, errorMarker, OP_NAMES, type Op } from "../ledger/index.js";
+import { applyOp, Batch, cleanStaleRunDirs, errorMarker, FLOW_BY_OP, type Op } from "../ledger/index.js";
 import { type GlobalOptions, withContext } from "./context.js";
+import { parseFlowArgs } from "./flow-args.js";
 import { err, out, parseJsonInput, parseJsonOrYaml, readInputText } from "./io.js";
+
+/**
+ * A write-flow command line: `args` is one input file (or `-`), or the fields as flags
+ * (`<step_id> --summary "…"`, generated from the flow's schema; see flow-args.ts).
+ */
+export async function runFlowCommand(op: Op, args: readonly string[], opts: GlobalOptions): Promise<number> {
+  const flow = FLOW_BY_OP[op];
+  let parsed: ReturnType<typeof parseFlowArgs>;
+  try {
+    parsed = parseFlowArgs(flow, args);
+  } catch (e) {
+    return reportError(op, toRatchetError(e));
+  }
+  if ("source" in parsed) return runWriteFlow(op, parsed.source, opts);
+  if ("empty" in parsed)
+    return runWriteFlow(op, undefined, opts, { allowEmpty: flow.optionalInput === true });
+  return runWriteFlow(op, undefined, opts, { raw: parsed.raw });
+}
 
 /** Reads `source` (path or `-`), applies `op`, prints result + marker; returns the exit status. */
 export async function runWriteFlow(
   op: Op,
   source: string | undefined,
   opts: GlobalOptions,
-  extra: { allowEmpty?: boolean } = {},
+  extra: { allowEmpty?: boolean; raw?: Record<string, unknown> } = {},
 ): Promise<number> {
   let raw: unknown;
   try {
-    if (source === undefined) {
+    if (extra.raw !== undefined) raw = extra.raw;
+    else if (source === undefined) {
       if (!extra.allowEmpty)
-        throw new RatchetError("usage", `${op}: missing input (a JSON file path, or - for stdin)`, {
-          field: "input",
-        });
+        throw new RatchetError(
+          "usage",
+          `${op}: missing input (a JSON/YAML file path, - for stdin, or the fields as flags)`,
+          {
+            field: "input",
+          },
+        );
       raw = {};
     } else {
       const text = readInputText(source);
-      raw = op === "publish-plan" ? await parseJsonOrYaml(text, source) : parseJsonInput(text, source);
+      if (source !== "-" && !INPUT_EXTENSION.test(source))
+        throw new RatchetError(
+          "usage",
+          `input file ${source} must end in .json, .yaml or .yml (or give - for stdin)`,
+          { field: "input", file: source },
+        );
+      raw =
+        op === "publish-plan" || /\.ya?ml$/i.test(source)
+          ? await parseJsonOrYaml(text, source)
+          : parseJsonInput(text, source);
     }
   } catch (e) {
     return reportError(op, toRatchetError(e));
@@ -51,6 +84,8 @@ export async function runWriteFlow(
           },
         });
         if (!outcome.ok && outcome.error) return reportError(op, outcome.error);
+        const notice = outcome.result?.notice;
+        if (typeof notice === "string") err(`ratchet: ${op}: notice: ${notice}`);
         out(JSON.stringify(outcome.result, null, 2));
         out(JSON.stringify(outcome.marker));
         return outcome.exitStatus;
@@ -67,57 +102,32 @@ export async function runWriteFlow(
   }
 }
 
+/**
+ * Prints a refused or failed flow: a soft refusal's pretty body (`"accepted": false`, `reason`,
+ * `breaker`) first, as the original did, then the compact marker last; stderr gets one line
+ * starting with `❌`.
+ */
 export function reportError(op: string, e: RatchetError): number {
-  err(`ratchet: ${op}: ${e.message}`);
+  err(`❌ ratchet: ${op}: ${e.message}`);
+  if (e.isRefusal)
+    out(
+      JSON.stringify(
+        {
+          accepted: false,
+          reason: e.message,
+          code: e.code,
+          ...(e.details.breaker ? { breaker: e.details.breaker } : {}),
+        },
+        null,
+        2,
+      ),
+    );
   out(JSON.stringify(errorMarker(op, e)));
   return e.exitStatus;
 }
 
-const LABEL = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
-const REFERENCE = /\{\{\s*([A-Za-z][A-Za-z0-9_-]*)((?:\.[A-Za-z0-9_]+)+)\s*\}\}/g;
-
-/**
- * Replaces `{{label.path}}` in every string of `value` with that part of the result of the earlier
- * line labelled `"as": "label"`: `{{p.plan_id}}`, `{{p.step_ids.0}}` (arrays by index).
- * @throws RatchetError `schema_violation` naming the line and the reference when it resolves to
- * nothing, or to something other than a string or a number.
- */
-export function resolveReferences(
-  value: unknown,
-  results: ReadonlyMap<string, Record<string, unknown>>,
-  line: number,
-): unknown {
-  if (typeof value === "string")
-    return value.replace(REFERENCE, (whole: string, label: string, path: string) => {
-      const result = results.get(label);
-      if (!result)
-        throw new RatchetError(
-          "schema_violation",
-          `line ${line}: ${whole} refers to no earlier line with "as": "${label}" that succeeded`,
-          { field: "as" },
-        );
-      let v: unknown = result;
-      for (const key of path.slice(1).split(".")) {
-        v =
-          v !== null && typeof v === "object" && Object.hasOwn(v, key)
-            ? (v as Record<string, unknown>)[key]
-            : undefined;
-      }
-      if (typeof v !== "string" && typeof v !== "number")
-        throw new RatchetError(
-          "schema_violation",
-          `line ${line}: ${whole}: the result of "${label}" has no string or number there (its fields: ${Object.keys(result).join(", ")})`,
-          { field: "as" },
-        );
-      return String(v);
-    });
-  if (Array.isArray(value)) return value.map((v) => resolveReferences(v, results, line));
-  if (value !== null && typeof value === "object")
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k, resolveReferences(v, results, line)]),
-    );
-  return value;
-}
+/** Input files of the write flows: JSON or YAML by extension (the original's rule), or `-`. */
+const INPUT_EXTENSION = /\.(json|ya?ml)$/i;
 
 /** `ratchet step apply <ops.jsonl|->`: many write flows in one process, one result line per op. */
 export async function runBatch(
@@ -131,62 +141,23 @@ export async function runBatch(
     return reportError("apply", toRatchetError(e));
   }
   return withContext(opts, async (ctx) => {
-    let status = 0;
-    let applied = 0;
-    let failed = 0;
-    const results = new Map<string, Record<string, unknown>>();
+    const batch = new Batch(ctx.ledger, { cwd: process.cwd(), run: { tmpDir: ctx.workspace.dir } });
     const lines = text.split(/\r?\n/);
     for (let i = 0; i < lines.length; i++) {
       const line = (lines[i] ?? "").trim();
       if (!line || line.startsWith("#")) continue;
-      let marker: Record<string, unknown>;
-      let lineStatus = 0;
+      let parsed: unknown;
+      let error: unknown;
       try {
-        const parsed = parseJsonInput(line, `${source === "-" ? "stdin" : source} line ${i + 1}`);
-        if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-          throw new RatchetError(
-            "schema_violation",
-            `line ${i + 1}: must be a JSON object with an "op" field`,
-            { field: "op" },
-          );
-        }
-        const { op, as: label, ...raw } = parsed as Record<string, unknown>;
-        if (label !== undefined && (typeof label !== "string" || !LABEL.test(label) || results.has(label))) {
-          throw new RatchetError(
-            "schema_violation",
-            `line ${i + 1}: field \`as\` must be a new label (a letter, then letters, digits, _ or -; got ${JSON.stringify(label)}${typeof label === "string" && results.has(label) ? ", already used" : ""})`,
-            { field: "as" },
-          );
-        }
-        if (typeof op !== "string" || !(OP_NAMES as string[]).includes(op)) {
-          throw new RatchetError(
-            "schema_violation",
-            `line ${i + 1}: field \`op\` must be one of ${OP_NAMES.join(", ")} (got ${JSON.stringify(op)})`,
-            { field: "op" },
-          );
-        }
-        const input = resolveReferences(raw, results, i + 1);
-        const outcome = await applyOp(ctx.ledger, op as Op, input, {
-          cwd: process.cwd(),
-          run: { tmpDir: ctx.workspace.dir },
-        });
-        marker = outcome.ok ? { ...outcome.marker } : outcome.marker;
-        lineStatus = outcome.ok ? 0 : outcome.exitStatus;
-        if (outcome.ok && typeof label === "string")
-          results.set(label, { ...(outcome.result as Record<string, unknown>), ...outcome.marker });
+        parsed = parseJsonInput(line, `${source === "-" ? "stdin" : source} line ${i + 1}`);
       } catch (e) {
-        const re = toRatchetError(e);
-        marker = errorMarker("apply", re);
-        lineStatus = re.exitStatus;
+        error = e;
       }
-      out(JSON.stringify({ line: i + 1, ...marker }));
-      if (lineStatus !== 0 || marker.ok === false) {
-        failed++;
-        if (status === 0) status = lineStatus || 1;
-        if (opts.stopOnError) break;
-      } else applied++;
+      const r = await batch.apply(i + 1, parsed, error);
+      out(JSON.stringify(r.marker));
+      if (r.status !== 0 && opts.stopOnError) break;
     }
-    out(JSON.stringify({ ok: failed === 0, op: "apply", applied, failed, host: hostname() }));
-    return status;
+    out(JSON.stringify(batch.summary({ host: hostname() })));
+    return batch.status;
   });
 }

@@ -109,13 +109,16 @@ describe("applyOp: ok markers", () => {
     },
     {
       op: "record-skill",
-      input: (fx) => ({ plan_id: plan(fx).id, name: "systematic-debugging", source: "builtin" }),
+      input: (fx) => ({ plan_id: plan(fx).id, name: "systematic-debugging", source: "explicit-mention" }),
       marker: { name: "systematic-debugging" },
     },
     {
       op: "record-metric",
-      input: (fx) => ({ name: "auc", value: 0.9, unit: "ratio", plan_id: plan(fx).id }),
-      marker: { name: "auc", value: 0.9, unit: "ratio" },
+      input: (fx) => {
+        fx.addProject("demo");
+        return { name: "auc", value: 0.9, unit: "ratio", plan_id: plan(fx).id, project: "demo" };
+      },
+      marker: { name: "auc", value: 0.9, unit: "ratio", project: "demo", source: "record-metric" },
     },
     {
       op: "raise-budget",
@@ -208,7 +211,8 @@ describe("applyOp: refusals", () => {
       op: "complete-step",
       input: (fx) => {
         const p = fx.publish("x", ["COMMAND"]);
-        fx.ledger.start({ step_id: p.step_ids[0]! });
+        // A COMMAND step is started by run-step only (start-step refuses it).
+        fx.ledger.startForRun(p.step_ids[0]!, "COMMAND", "true");
         return { step_id: p.step_ids[0] };
       },
       code: "complete_on_command",
@@ -324,10 +328,13 @@ describe("applyOp: schema errors (exit 2, naming the field)", () => {
     },
     {
       op: "deviate",
-      input: { parent_step_id: "x", justification: "j", sub_steps: [{ title: "t" }] },
+      input: { parent_step_id: "x", justification: "j", sub_steps: [{ title: "t", type: "BOGUS" }] },
       field: "sub_steps[0].type",
     },
-    { op: "record-metric", input: { name: "m", value: "1" }, field: "value" },
+    { op: "record-metric", input: { name: "m", value: "one" }, field: "value" },
+    { op: "record-metric", input: { name: "m", value: true }, field: "value" },
+    { op: "record-metric", input: { name: "m", value: "NaN" }, field: "value" },
+    { op: "record-skill", input: { plan_id: "p", name: "n", source: "builtin" }, field: "source" },
     { op: "raise-budget", input: { plan_id: "p", new_max: 2.5, reason: "r" }, field: "new_max" },
     { op: "agent-review-close", input: { plan_id: "p", outcome: "maybe" }, field: "outcome" },
     { op: "finish-plan", input: null, field: "(input)" },

@@ -1,161 +1,130 @@
 /**
- * The JSON input contract of every write flow (executing-plans spec), strict: unknown fields are
- * refused by name. `OP_INPUTS` maps each marker op name to its schema; docs/plans.md lists them.
+ * Shared pieces of the write flows' input schemas (each flow's own schema is in `flows/<op>.ts`):
+ * field builders with their limits, the two step shapes, the skill sources, run-step's input
+ * (`run-step.ts`), and the stable marker op names.
  */
 import {
-  arr,
   bool,
+  ErrorCode,
   type Infer,
   MAX_ID_CHARS,
   MAX_LEASE_SECONDS,
   MAX_LOG_TEXT_CHARS,
   MAX_PATH_CHARS,
   MAX_STEP_RUN_TIMEOUT_SECONDS,
-  MAX_STEPS_PER_PLAN,
   MAX_TEXT_CHARS,
   MAX_TITLE_CHARS,
-  MAX_UNIT_CHARS,
   num,
   obj,
   oneOf,
   opt,
+  RatchetError,
+  type Schema,
   str,
 } from "../core/index.js";
-import { STEP_TYPES } from "./states.js";
+import { STEP_TYPES, type StepType } from "./states.js";
 
 // Every free-text field has a limit in the schema (docs/plans.md lists them): prose and agent
 // input/output MAX_TEXT_CHARS, logs MAX_LOG_TEXT_CHARS, ids MAX_ID_CHARS.
-const text = (description?: string) => str({ max: MAX_TEXT_CHARS, ...(description ? { description } : {}) });
-const logText = (description?: string) =>
+export const text = (description?: string) =>
+  str({ max: MAX_TEXT_CHARS, ...(description ? { description } : {}) });
+export const logText = (description?: string) =>
   str({ max: MAX_LOG_TEXT_CHARS, ...(description ? { description } : {}) });
-const id = (description: string) => str({ min: 1, max: MAX_ID_CHARS, description });
-const stepType = oneOf(STEP_TYPES, "step type");
-const leaseSeconds = num({
+export const id = (description: string) => str({ min: 1, max: MAX_ID_CHARS, description });
+export const stepType = oneOf(STEP_TYPES, "step type");
+export const leaseSeconds = num({
   int: true,
   min: 1,
   max: MAX_LEASE_SECONDS,
   description: "lease length in seconds",
 });
 
-export const StepSpecInput = obj({
-  title: str({ min: 1, max: MAX_TITLE_CHARS }),
-  type: stepType,
-  description: opt(text()),
-});
+/** Where a skill activation came from (the original's enum; anything else is refused). */
+export const SKILL_SOURCES = ["iron-law", "auto-search", "explicit-mention", "deferred-load"] as const;
 
-export const PublishInput = obj({
-  goal: str({ min: 1, max: MAX_TEXT_CHARS, description: "what the plan achieves" }),
-  project: opt(id("registered project the plan belongs to")),
-  max_revisions: opt(num({ int: true, min: 0, max: 1000, description: "revision budget (default 5)" })),
-  steps: arr(StepSpecInput, { min: 1, max: MAX_STEPS_PER_PLAN }),
-});
+/** Throws `schema_violation` naming `path`. */
+export function refuse(path: string, message: string): never {
+  throw new RatchetError(ErrorCode.SchemaViolation, `field \`${path}\`: ${message}`, { field: path });
+}
 
-export const StartInput = obj({
-  step_id: id("step to start"),
+const StepObject = obj({
+  title: opt(str({ min: 1, max: MAX_TITLE_CHARS, description: "short name (default: the description)" })),
   type: opt(stepType),
-  agent_input: opt(text("what the agent was given")),
-  log_context: opt(logText()),
-  lease_seconds: opt(leaseSeconds),
+  step_type: opt(stepType),
+  description: opt(text("what the step does (the original's only required step field)")),
+  ctx_estimate_k: opt(
+    num({
+      min: 0,
+      max: 1_000_000,
+      description: "the original's context estimate in k tokens (accepted, not stored)",
+    }),
+  ),
 });
 
-export const CompleteInput = obj({
-  step_id: id("step to complete"),
-  summary: opt(text("one human-curated sentence")),
-  agent_output: opt(text("what the agent produced")),
-  log_context: opt(logText()),
-});
+/** A step as published or added by `deviate`, normalised: `type` absent = untyped until start/run. */
+export interface StepSpecInput {
+  title: string;
+  type?: StepType;
+  description?: string;
+}
 
-export const FailInput = obj({
-  step_id: id("step to fail"),
-  reason: opt(text()),
-  log_context: opt(logText()),
-});
+/**
+ * A step in either shape: a bare string (the original's), `{description, type?|step_type?}`
+ * (the original's object), or `{title, type?, description?}` (Ratchet's). The title defaults to
+ * the description's first line.
+ */
+export const StepSpecInput: Schema<StepSpecInput> = {
+  parse(v, path) {
+    if (typeof v === "string") {
+      const description = str({ min: 1, max: MAX_TEXT_CHARS }).parse(v, path);
+      return { title: titleOf(description), description };
+    }
+    const o = StepObject.parse(v, path);
+    if (o.type !== undefined && o.step_type !== undefined && o.type !== o.step_type)
+      refuse(`${path}.step_type`, `says ${o.step_type} but \`type\` says ${o.type}: give one`);
+    const title = o.title ?? (o.description !== undefined ? titleOf(o.description) : undefined);
+    if (title === undefined || title.trim() === "")
+      refuse(`${path}.title`, "is required (or give `description`)");
+    const type = o.type ?? o.step_type;
+    return {
+      title,
+      ...(type !== undefined ? { type } : {}),
+      ...(o.description !== undefined ? { description: o.description } : {}),
+    };
+  },
+  json: () => ({
+    oneOf: [
+      { type: "string", minLength: 1, description: "the step's description (an untyped step)" },
+      StepObject.json(),
+    ],
+  }),
+};
 
-export const LogInput = obj({
-  step_id: id("step to append to"),
-  text: logText("raw output to keep"),
-});
+function titleOf(description: string): string {
+  const line = description.trim().split("\n")[0] ?? "";
+  return line.length > MAX_TITLE_CHARS ? `${line.slice(0, MAX_TITLE_CHARS - 1)}…` : line;
+}
 
 export const RunInput = obj({
   step_id: id("step to run"),
-  type: stepType,
+  type: oneOf(STEP_TYPES, "the step's type (COMMAND for shell work)"),
   command: str({ min: 1, max: MAX_TEXT_CHARS, description: "shell command, run with bash -c" }),
-  summary: opt(text()),
+  summary: opt(text("one sentence for the completed step")),
   allow_nonzero: opt(bool("complete the step even when the command exits non-zero")),
   metrics_from_stdout: opt(bool("record `metric name=<x> value=<v> [unit=<u>]` lines as metrics")),
-  timeout_seconds: opt(num({ int: true, min: 1, max: MAX_STEP_RUN_TIMEOUT_SECONDS })),
+  timeout_seconds: opt(
+    num({
+      int: true,
+      min: 1,
+      max: MAX_STEP_RUN_TIMEOUT_SECONDS,
+      description: "kill the command after this long",
+    }),
+  ),
   cwd: opt(str({ min: 1, max: MAX_PATH_CHARS, description: "working folder (default: the current folder)" })),
   lease_seconds: opt(leaseSeconds),
 });
 
-export const HeartbeatInput = obj({
-  step_id: id("step whose lease to renew"),
-  lease_seconds: opt(leaseSeconds),
-});
-
-export const DeviateInput = obj({
-  parent_step_id: id("step the new sub-steps hang under"),
-  justification: str({ min: 1, max: MAX_TEXT_CHARS }),
-  sub_steps: arr(StepSpecInput, { min: 1, max: MAX_STEPS_PER_PLAN }),
-});
-
-export const RecordSkillInput = obj({
-  plan_id: id("plan"),
-  name: str({ min: 1, max: MAX_TITLE_CHARS }),
-  source: str({ min: 1, max: MAX_TEXT_CHARS }),
-  step_id: opt(id("step")),
-  reason: opt(text()),
-});
-
-export const MetricInput = obj({
-  name: str({ min: 1, max: MAX_TITLE_CHARS }),
-  value: num(),
-  unit: opt(str({ max: MAX_UNIT_CHARS })),
-  project: opt(id("project")),
-  plan_id: opt(id("plan")),
-  step_id: opt(id("step")),
-});
-
-export const RaiseBudgetInput = obj({
-  plan_id: id("plan"),
-  new_max: num({ int: true, min: 1, max: 1000 }),
-  reason: str({ min: 1, max: MAX_TEXT_CHARS }),
-});
-
-export const AbandonInput = obj({
-  plan_id: id("plan"),
-  reason: str({ min: 1, max: MAX_TEXT_CHARS }),
-});
-
-export const FinishInput = obj({ plan_id: id("plan") });
-
-export const ReviewCloseInput = obj({
-  plan_id: id("plan"),
-  outcome: oneOf(["pass", "fail"] as const),
-  summary: opt(text()),
-  log_context: opt(logText()),
-});
-
-export const SweepInput = obj({
-  plan_id: opt(id("only this plan")),
-});
-
-export type PublishInput = Infer<typeof PublishInput>;
-export type StartInput = Infer<typeof StartInput>;
-export type CompleteInput = Infer<typeof CompleteInput>;
-export type FailInput = Infer<typeof FailInput>;
-export type LogInput = Infer<typeof LogInput>;
 export type RunInput = Infer<typeof RunInput>;
-export type HeartbeatInput = Infer<typeof HeartbeatInput>;
-export type DeviateInput = Infer<typeof DeviateInput>;
-export type RecordSkillInput = Infer<typeof RecordSkillInput>;
-export type MetricInput = Infer<typeof MetricInput>;
-export type RaiseBudgetInput = Infer<typeof RaiseBudgetInput>;
-export type AbandonInput = Infer<typeof AbandonInput>;
-export type FinishInput = Infer<typeof FinishInput>;
-export type ReviewCloseInput = Infer<typeof ReviewCloseInput>;
-export type SweepInput = Infer<typeof SweepInput>;
-export type StepSpecInput = Infer<typeof StepSpecInput>;
 
 /** Marker op names (stable, pinned). */
 export const Op = {
@@ -176,21 +145,3 @@ export const Op = {
   Sweep: "sweep",
 } as const;
 export type Op = (typeof Op)[keyof typeof Op];
-
-export const OP_INPUTS = {
-  "publish-plan": PublishInput,
-  "start-step": StartInput,
-  "complete-step": CompleteInput,
-  "fail-step": FailInput,
-  "append-log": LogInput,
-  "run-step": RunInput,
-  deviate: DeviateInput,
-  "record-skill": RecordSkillInput,
-  "record-metric": MetricInput,
-  "raise-budget": RaiseBudgetInput,
-  "abandon-plan": AbandonInput,
-  "finish-plan": FinishInput,
-  "agent-review-close": ReviewCloseInput,
-  heartbeat: HeartbeatInput,
-  sweep: SweepInput,
-} as const;

@@ -89,7 +89,8 @@ describe("publish", () => {
       project_source: null,
       status: "IN_PROGRESS",
       max_revisions: 5,
-      step_ids: [`${id}-A`, `${id}-B`, `${id}-C`, `${id}-REVIEW`],
+      // Regular steps only (the original's shape); the review step has its own key.
+      step_ids: [`${id}-A`, `${id}-B`, `${id}-C`],
       review_step_id: `${id}-REVIEW`,
     });
     expect(events).toEqual([`plan.published ${id}`]);
@@ -149,7 +150,8 @@ describe("publish", () => {
     const b = fx.publish("same", ["THINKING"]);
     expect(a.plan_id).toBe("same-20260101000000");
     expect(b.plan_id).toBe("same-20260101000000-2");
-    expect(b.step_ids).toEqual(["same-20260101000000-2-A", "same-20260101000000-2-REVIEW"]);
+    expect(b.step_ids).toEqual(["same-20260101000000-2-A"]);
+    expect(b.review_step_id).toBe("same-20260101000000-2-REVIEW");
   });
 
   it("refuses an unknown project with project_not_found and writes nothing", () => {
@@ -179,8 +181,8 @@ describe("publish", () => {
     fx.addProject("billing", repo);
 
     const inside = fx.publish("from inside", ["THINKING"], {}, join(repo, "src", "deep"));
-    expect(inside).toMatchObject({ project: "billing", project_source: "repo" });
-    expect(fx.store.getPlan(inside.plan_id)).toMatchObject({ project: "billing", project_source: "repo" });
+    expect(inside).toMatchObject({ project: "billing", project_source: "cwd" });
+    expect(fx.store.getPlan(inside.plan_id)).toMatchObject({ project: "billing", project_source: "cwd" });
 
     const atRoot = fx.publish("from the root", ["THINKING"], {}, repo);
     expect(atRoot.project).toBe("billing");
@@ -307,7 +309,7 @@ describe("start, complete, fail, log", () => {
     const fx = setup();
     const p = fx.publish("x", ["COMMAND", "THINKING"]);
     const A = p.step_ids[0]!;
-    fx.ledger.start({ step_id: A });
+    fx.ledger.startForRun(A, "COMMAND", "true");
     const before = snapshot(fx, p.plan_id);
     const err = refusal(() => fx.ledger.complete({ step_id: A, summary: "s", log_context: "l" }));
     expect(err.code).toBe(ErrorCode.CompleteOnCommand);
@@ -621,14 +623,15 @@ describe("deviate", () => {
     expect(err.details.field).toBe("parent_step_id");
   });
 
-  it("on a closed plan → illegal_transition", () => {
+  it("on a closed plan → illegal_transition (only a FAILED step of a FAILED plan takes recovery retries)", () => {
     const fx = setup();
-    const p = plan(fx, 1);
+    const p = plan(fx, 2);
+    done(fx, p.steps[1]!);
     failed(fx, p.steps[0]!);
     expect(fx.store.getPlan(p.id)?.status).toBe("FAILED");
     const err = refusal(() =>
       fx.ledger.deviate({
-        parent_step_id: p.steps[0]!,
+        parent_step_id: p.review,
         justification: "j",
         sub_steps: [{ title: "t", type: "CODE" }],
       }),
@@ -858,7 +861,10 @@ describe("NEEDS_REVIEW hand-off (registered-project plan)", () => {
       expect(fx.step(child).status).toBe(status);
       expect(fx.step(p.review)).toMatchObject({ status, summary: "verdict" });
       expect(fx.store.getPlan(p.id)?.status).toBe(status);
-      expect(fx.store.logsOfStep(p.review).map((l) => [l.kind, l.text])).toEqual([["review", "notes"]]);
+      expect(fx.store.logsOfStep(p.review).map((l) => [l.kind, l.text])).toEqual([
+        ["review", "notes"],
+        ["review", `[AGENT-REVIEW ${status === "COMPLETED" ? "PASS" : "FAIL"}] verdict`],
+      ]);
     });
 
     it("keeps an already started child in sync", () => {
@@ -937,12 +943,31 @@ describe("finish", () => {
     expect(refusal(() => fx.ledger.complete({ step_id: B })).code).toBe(ErrorCode.IllegalTransition);
   });
 
-  it.each(["COMPLETED", "FAILED", "ABANDONED"] as const)("on a %s plan → illegal_transition", (status) => {
+  it.each(["COMPLETED", "FAILED"] as const)(
+    "on a %s plan → an idempotent no-op, nothing written",
+    (status) => {
+      const fx = setup();
+      const p = plan(fx, 1);
+      if (status === "COMPLETED") done(fx, p.steps[0]!);
+      if (status === "FAILED") failed(fx, p.steps[0]!);
+      const before = snapshot(fx, p.id);
+      const r = fx.ledger.finish({ plan_id: p.id });
+      expect(r).toMatchObject({
+        plan_id: p.id,
+        status,
+        mode: "noop",
+        completed_at: fx.store.getPlan(p.id)?.finished_at,
+        review_outcome: { reason: "review step already terminal (idempotent no-op)" },
+      });
+      expect(snapshot(fx, p.id)).toEqual(before);
+    },
+  );
+
+  it("on an ABANDONED plan → illegal_transition", () => {
+    const status = "ABANDONED";
     const fx = setup();
     const p = plan(fx, 1);
-    if (status === "COMPLETED") done(fx, p.steps[0]!);
-    if (status === "FAILED") failed(fx, p.steps[0]!);
-    if (status === "ABANDONED") fx.ledger.abandon({ plan_id: p.id, reason: "r" });
+    fx.ledger.abandon({ plan_id: p.id, reason: "r" });
     expect(fx.store.getPlan(p.id)?.status).toBe(status);
     const before = snapshot(fx, p.id);
     const err = refusal(() => fx.ledger.finish({ plan_id: p.id }));
@@ -973,7 +998,20 @@ describe("abandon", () => {
     const { result, events } = withEvents(fx, () =>
       fx.ledger.abandon({ plan_id: p.id, reason: "published by mistake" }),
     );
-    expect(result).toEqual({ plan_id: p.id, status: "ABANDONED", reason: "published by mistake" });
+    expect(result).toEqual({
+      plan_id: p.id,
+      status: "ABANDONED",
+      reason: "published by mistake",
+      deviation_id: 1,
+      revision_count: 0,
+    });
+    expect(fx.store.deviationsOfPlan(p.id)).toMatchObject([
+      { kind: "abandon", parent_step_id: null, justification: "[ABANDONED] published by mistake" },
+    ]);
+    expect(fx.store.getPlan(p.id)).toMatchObject({
+      abandon_reason: "published by mistake",
+      revision_count: 0,
+    });
     expect(events).toEqual([`plan.abandoned ${p.id}`]);
     expect(fx.store.getPlan(p.id)).toMatchObject({ status: "ABANDONED", finished_at: T0 });
     expect(refusal(() => fx.ledger.start({ step_id: p.steps[0]! })).code).toBe(ErrorCode.IllegalTransition);
@@ -1169,7 +1207,12 @@ describe("redaction", () => {
     });
     fx.ledger.fail({ step_id: B, reason: `leaked ${SECRET}`, log_context: SECRET });
     fx.ledger.raiseBudget({ plan_id: p.plan_id, new_max: 9, reason: `why ${SECRET}` });
-    fx.ledger.recordSkill({ plan_id: p.plan_id, name: "skill", source: "src", reason: `r ${SECRET}` });
+    fx.ledger.recordSkill({
+      plan_id: p.plan_id,
+      name: "skill",
+      source: "explicit-mention",
+      reason: `r ${SECRET}`,
+    });
     fx.ledger.start({ step_id: C });
 
     const all = everything(fx);

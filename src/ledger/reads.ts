@@ -122,7 +122,7 @@ export function renderPlan(v: PlanView, opts: { logs?: boolean } = {}): string {
       .filter(Boolean)
       .join("  ");
     lines.push(
-      `${indent}${BADGE[s.status] ?? " "} ${s.step_id} [${s.type}] ${s.status}  ${s.title}${extra ? `  ${extra}` : ""}`,
+      `${indent}${BADGE[s.status] ?? " "} ${s.step_id} [${s.type || "untyped"}] ${s.status}  ${s.title}${extra ? `  ${extra}` : ""}`,
     );
     if (opts.logs) {
       for (const l of s.logs) {

@@ -12,6 +12,7 @@
  * | all terminal, a failure unrecovered             | FAILED                      | FAILED      |
  * | review NEEDS_REVIEW, tracked child COMPLETED    | COMPLETED                   | COMPLETED   |
  * | review NEEDS_REVIEW, tracked child FAILED       | FAILED                      | FAILED      |
+ * | … the child's retries (deviation) all COMPLETED | COMPLETED                   | COMPLETED   |
  *
  * Recovery: a FAILED step is recovered when it has children and every child is itself sound —
  * recursively. A COMPLETED step is sound when all of its children are sound. So a retry is a child
@@ -29,8 +30,8 @@ export interface RollupStep {
 export type RollupDecision =
   /** Work is still open (or the hand-off is awaiting its child): nothing to do. */
   | { kind: "wait" }
-  /** Close review and plan as COMPLETED. */
-  | { kind: "complete" }
+  /** Close review and plan as COMPLETED (`recovered`: the failed tracked child was recovered by its retries). */
+  | { kind: "complete"; recovered?: string }
   /** Close review and plan as FAILED, naming the unrecovered steps. */
   | { kind: "fail"; unrecovered: string[] }
   /** Registered-project plan: review → NEEDS_REVIEW, create the tracked child, revision +1. */
@@ -67,7 +68,14 @@ export function rollUp(
       const unrecovered = unrecoveredRoots(regular, children);
       return unrecovered.length ? { kind: "fail", unrecovered } : { kind: "complete" };
     }
-    if (child.status === StepStatus.Failed) return { kind: "fail", unrecovered: [child.step_id] };
+    if (child.status === StepStatus.Failed) {
+      // FL-019: a failed review re-opened by a deviation under the child closes once its retries did.
+      if (!isSound(child, children)) return { kind: "fail", unrecovered: [child.step_id] };
+      const unrecovered = unrecoveredRoots(regular, children);
+      return unrecovered.length
+        ? { kind: "fail", unrecovered }
+        : { kind: "complete", recovered: child.step_id };
+    }
     return { kind: "wait" };
   }
 

@@ -210,7 +210,7 @@ export async function runStep(ledger: Ledger, input: RunInput, opts: RunStepOpti
       : result.timedOut
         ? `command timed out after ${input.timeout_seconds ?? DEFAULT_STEP_RUN_TIMEOUT_SECONDS}s`
         : result.cancelled
-          ? "command cancelled"
+          ? "command stopped by a signal (command cancelled)"
           : `command exited with ${exitCode}`;
     return ledger.fail({ step_id: input.step_id, reason }, { exitCode, log });
   });

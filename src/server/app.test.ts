@@ -32,7 +32,7 @@ async function publish(goal = "ship it", types = ["THINKING", "COMMAND"]) {
     body: { goal, steps: types.map((type, i) => ({ title: `step ${i + 1}`, type })) },
   });
   expect(r.status).toBe(200);
-  return (await json(r)).result as { plan_id: string; step_ids: string[] };
+  return (await json(r)).result as { plan_id: string; step_ids: string[]; review_step_id: string };
 }
 
 describe("auth", () => {
@@ -76,6 +76,23 @@ describe("auth", () => {
 });
 
 describe("write flows", () => {
+  it("a batch (step apply) through POST /api/flows/apply, with {{label.path}} references", async () => {
+    const r = await fx.req("POST", "/api/flows/apply", {
+      body: {
+        ops: [
+          { op: "publish-plan", as: "p", goal: "batch", steps: ["a"] },
+          { op: "start-step", step_id: "{{p.step_ids.0}}" },
+          { op: "complete-step", step_id: "{{p.step_ids.0}}", summary: "done" },
+          { op: "start-step", step_id: "nope" },
+        ],
+      },
+    });
+    const body = await json(r);
+    expect(body).toMatchObject({ ok: false, op: "apply", applied: 3, failed: 1, exit_status: 3 });
+    expect(body.lines[2]).toMatchObject({ line: 3, ok: true, op: "complete-step", plan_status: "COMPLETED" });
+    expect(body.lines[3]).toMatchObject({ line: 4, ok: false, op: "start-step", exit_status: 3 });
+  });
+
   it("publish, start, complete through REST with the CLI's result and marker; reads follow", async () => {
     const plan = await publish();
     expect(plan.plan_id).toMatch(/./);
@@ -91,7 +108,10 @@ describe("write flows", () => {
 
     const view = await json(await fx.req("GET", `/api/plans/${plan.plan_id}`));
     expect(view.plan.plan_id).toBe(plan.plan_id);
-    expect(view.steps.map((s: { step_id: string }) => s.step_id)).toEqual(plan.step_ids);
+    expect(view.steps.map((s: { step_id: string }) => s.step_id)).toEqual([
+      ...plan.step_ids,
+      plan.review_step_id,
+    ]);
     expect(view.steps[0].status).toBe("COMPLETED");
     const step = await json(await fx.req("GET", `/api/steps/${s1}`));
     expect(step.step.summary).toBe("thought it through");
@@ -209,9 +229,13 @@ describe("reads", () => {
 
   it("metrics list newest first with a cursor", async () => {
     const plan = await publish();
+    // A metric names a project (the original's rule).
+    fx.ctx.store.tx(() =>
+      fx.ctx.store.addProject({ name: "demo", repo_path: null, created_at: "2026-01-01T00:00:00Z" }),
+    );
     for (let i = 0; i < 3; i++)
       await fx.req("POST", "/api/flows/record-metric", {
-        body: { name: "latency", value: i, plan_id: plan.plan_id },
+        body: { name: "latency", value: i, plan_id: plan.plan_id, project: "demo" },
       });
     const p1 = await json(await fx.req("GET", "/api/metrics?limit=2&name=latency"));
     expect(p1.items.map((m: { value: number }) => m.value)).toEqual([2, 1]);

@@ -11,7 +11,7 @@ import {
   ListToolsRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { assertNoForbiddenKeys, ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
-import { applyOp, OP_INPUTS, OP_NAMES, type Op, PlanStatus, showPlan } from "../ledger/index.js";
+import { applyBatch, applyOp, FLOW_BY_OP, OP_NAMES, type Op, PlanStatus, showPlan } from "../ledger/index.js";
 import type { ServerContext } from "./context.js";
 import { MAX_PAGE_SIZE } from "./limits.js";
 import { planListFilter } from "./routes/ledger.js";
@@ -19,26 +19,6 @@ import { listTasks, taskDetail, taskSummary } from "./routes/runner.js";
 import { parseStartRun, START_RUN_SCHEMA, startRun } from "./routes/runs.js";
 
 const VERSION = "0.1.0";
-
-const OP_DESCRIPTIONS: Record<Op, string> = {
-  "publish-plan": "Publish a plan of steps; returns plan_id and step_ids.",
-  "start-step": "Start a PENDING step (takes its lease).",
-  "complete-step":
-    "Complete an IN_PROGRESS step with a one-sentence summary (COMMAND steps go through run_step).",
-  "fail-step": "Fail an IN_PROGRESS step with a reason.",
-  "append-log": "Append raw output to a step's log.",
-  "run-step":
-    "Start a step, run a shell command in the workspace, capture its output and true exit code, complete or fail it.",
-  deviate: "Add sub-steps under a step (counts against the revision budget).",
-  "record-skill": "Record a skill activated mid-flight.",
-  "record-metric": "Record a numeric observation.",
-  "raise-budget": "Raise a plan's revision budget with a reason.",
-  "abandon-plan": "Put down a plan nobody started.",
-  "finish-plan": "Run a plan's close-out (or force-finish a partial plan).",
-  "agent-review-close": "Close a plan that awaits an agent review: outcome pass or fail.",
-  heartbeat: "Renew the lease of an IN_PROGRESS step.",
-  sweep: "Fail IN_PROGRESS steps whose lease expired (optionally of one plan).",
-};
 
 /** The MCP tool name of a write flow: `publish-plan` → `publish_plan`. */
 export const toolNameOf = (op: Op) => op.replaceAll("-", "_");
@@ -61,8 +41,8 @@ const obj = (properties: Record<string, unknown>, required: string[] = []) => ({
 function toolDefs(ctx: ServerContext): ToolDef[] {
   const flows: ToolDef[] = OP_NAMES.map((op) => ({
     name: toolNameOf(op),
-    description: OP_DESCRIPTIONS[op],
-    inputSchema: OP_INPUTS[op].json(),
+    description: FLOW_BY_OP[op].summary,
+    inputSchema: FLOW_BY_OP[op].input.json(),
     write: true,
     async call(args) {
       const outcome = await applyOp(ctx.ledger, op, args, { cwd: ctx.workspace.root });
@@ -80,6 +60,32 @@ function toolDefs(ctx: ServerContext): ToolDef[] {
       inputSchema: START_RUN_SCHEMA,
       write: true,
       call: async (args) => ({ ok: true, op: "run-start", ...(await startRun(ctx, parseStartRun(args))) }),
+    },
+    {
+      name: "apply_ops",
+      description:
+        "Apply many write flows in order, like `ratchet step apply`: each op is {op, as?, …input}; later ops can use {{label.path}} of an earlier op labelled with as.",
+      inputSchema: obj(
+        {
+          ops: { type: "array", items: { type: "object", required: ["op"] } },
+          stop_on_error: { type: "boolean" },
+        },
+        ["ops"],
+      ),
+      write: true,
+      call: async (args) => {
+        onlyFields(args, ["ops", "stop_on_error"]);
+        if (!Array.isArray(args.ops))
+          throw new RatchetError(ErrorCode.SchemaViolation, "field `ops`: must be an array", {
+            field: "ops",
+          });
+        const r = await applyBatch(ctx.ledger, args.ops, {
+          stopOnError: args.stop_on_error === true,
+          ctx: { cwd: ctx.workspace.root },
+        });
+        ctx.hub.kick();
+        return { ...r.summary, exit_status: r.status, lines: r.lines };
+      },
     },
     {
       name: "get_plan",

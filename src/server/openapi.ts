@@ -1,5 +1,5 @@
 /** The OpenAPI 3.1 document of the REST API, built from the same schemas the routes validate with. */
-import { OP_INPUTS, OP_NAMES } from "../ledger/index.js";
+import { FLOWS } from "../ledger/index.js";
 import { START_RUN_SCHEMA } from "./routes/runs.js";
 
 const json = (schema: Record<string, unknown>) => ({ "application/json": { schema } });
@@ -123,13 +123,18 @@ export function openApiDocument(extraPaths: Record<string, unknown> = {}): Recor
     },
     "/openapi.json": get("this document"),
   };
-  for (const op of OP_NAMES) {
+  for (const flow of FLOWS) {
+    const op = flow.op;
     paths[`/api/flows/${op}`] = {
       post: {
-        summary: `write flow ${op} (same input and marker as the CLI)`,
+        summary: flow.summary,
+        description: `write flow ${op} (\`ratchet ${flow.command.join(" ")}\`): same input and marker as the CLI`,
         operationId: op.replaceAll("-", "_"),
         security: [{ bearer: [] }],
-        requestBody: { required: op !== "sweep", content: json(OP_INPUTS[op].json()) },
+        requestBody: {
+          required: !flow.optionalInput,
+          content: { "application/json": { schema: flow.input.json(), example: flow.example } },
+        },
         responses: {
           200: { description: "done: {ok:true, op, result, marker}", content: json(ref("FlowResult")) },
           ...errors(400, 401, 403, 404, 409, 413),
@@ -137,6 +142,25 @@ export function openApiDocument(extraPaths: Record<string, unknown> = {}): Recor
       },
     };
   }
+  paths["/api/flows/apply"] = {
+    post: {
+      summary: "Apply many write flows in order (`ratchet step apply`); `{{label.path}}` references",
+      operationId: "apply",
+      security: [{ bearer: [] }],
+      requestBody: {
+        required: true,
+        content: json({
+          type: "object",
+          required: ["ops"],
+          properties: {
+            ops: { type: "array", items: { type: "object", required: ["op"] } },
+            stop_on_error: { type: "boolean" },
+          },
+        }),
+      },
+      responses: { 200: { description: "one marker per op and the summary" }, ...errors(400, 401, 403, 413) },
+    },
+  };
   Object.assign(paths, extraPaths);
   return {
     openapi: "3.1.0",

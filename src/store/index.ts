@@ -23,6 +23,7 @@ export type {
 export type { Workspace } from "./workspace.js";
 export {
   DB_FILE,
+  envDb,
   findWorkspace,
   initWorkspace,
   resolveWorkspace,

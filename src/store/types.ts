@@ -18,6 +18,16 @@ export interface PlanRow {
   created_at: string;
   updated_at: string;
   finished_at: string | null;
+  /** The verbatim prompt the plan answers (publish `user_query`). */
+  user_query?: string | null;
+  /** Why the plan was abandoned. */
+  abandon_reason?: string | null;
+  /** `awaiting_agent` once `<plan>-REVIEW.1` exists, `reviewed` at its close, `skipped` otherwise. */
+  review_state?: string | null;
+  /** Why a completed plan was not reviewed (no project, `none`). */
+  review_skip_reason?: string | null;
+  /** The original's extension keys as given (`declared_targets`, `expectations`, `headline_notes`), JSON. */
+  extensions?: string | null;
 }
 
 export interface StepRow {
@@ -96,6 +106,8 @@ export interface MetricRow {
   plan_id: string | null;
   step_id: string | null;
   created_at: string;
+  /** Who recorded it: `record-metric` (the op) or `run-step` (stdout capture). */
+  source?: string | null;
 }
 
 export interface ProjectRow {

@@ -19,6 +19,11 @@ function fromDir(dir: string): Workspace {
   return { root: dirname(dir), dir, dbPath: join(dir, DB_FILE), blobsDir: join(dir, "blobs") };
 }
 
+/** The database named by the environment: `RATCHET_DB`, else the original's `ORCH_DB`. */
+export function envDb(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return env.RATCHET_DB || env.ORCH_DB || undefined;
+}
+
 /** The workspace of a database file given by `--db` or `RATCHET_DB`. Its folder holds the blobs. */
 export function workspaceForDb(dbPath: string): Workspace {
   const abs = resolve(dbPath);
@@ -44,7 +49,7 @@ export function findWorkspace(start: string): Workspace | undefined {
  */
 export function resolveWorkspace(opts: { db?: string; env?: NodeJS.ProcessEnv; cwd?: string }): Workspace {
   const env = opts.env ?? process.env;
-  const db = opts.db ?? env.RATCHET_DB;
+  const db = opts.db ?? envDb(env);
   if (db) return workspaceForDb(db);
   const cwd = opts.cwd ?? process.cwd();
   const ws = findWorkspace(cwd);

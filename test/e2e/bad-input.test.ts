@@ -187,9 +187,9 @@ const CASES: [string, (i: Ids) => Case][] = [
     "wrong type: a string for a metric value",
     () => ({
       args: ["metric", "record"],
-      input: { file: json({ name: "m", value: "12" }) },
+      input: { file: json({ name: "m", value: "twelve" }) },
       status: 2,
-      message: /field `value`: must be a finite number \(got "12"\)/,
+      message: /field `value`: must be a number or a numeric string \(got "twelve"\)/,
       op: "record-metric",
       field: "value",
     }),
@@ -383,7 +383,7 @@ const CASES: [string, (i: Ids) => Case][] = [
     "unknown plan (record-skill)",
     () => ({
       args: ["plan", "record-skill"],
-      input: { stdin: json({ plan_id: "ghost-plan", name: "n", source: "s" }) },
+      input: { stdin: json({ plan_id: "ghost-plan", name: "n", source: "explicit-mention" }) },
       status: 3,
       message: /plan ghost-plan not found/,
       op: "record-skill",
@@ -394,7 +394,9 @@ const CASES: [string, (i: Ids) => Case][] = [
     "unknown step of a known plan (record-skill)",
     (i) => ({
       args: ["plan", "record-skill"],
-      input: { stdin: json({ plan_id: i.plan, step_id: "ghost-step", name: "n", source: "s" }) },
+      input: {
+        stdin: json({ plan_id: i.plan, step_id: "ghost-step", name: "n", source: "explicit-mention" }),
+      },
       status: 3,
       message: /step ghost-step not found/,
       op: "record-skill",
@@ -613,7 +615,10 @@ const CASES: [string, (i: Ids) => Case][] = [
       args: ["step", "start"],
       input: { none: true },
       status: 2,
-      message: /missing required argument 'input'/,
+      // Write-flow commands parse their own arguments (file, -, or flags): a usage marker.
+      message: /missing input \(a JSON\/YAML file path, - for stdin, or the fields as flags\)/,
+      op: "start-step",
+      code: "usage",
     }),
   ],
   [
@@ -622,7 +627,9 @@ const CASES: [string, (i: Ids) => Case][] = [
       args: ["step", "start", "--colour", "red"],
       input: { stdin: "{}" },
       status: 2,
-      message: /unknown option '--colour'/,
+      message: /unknown flag --colour for `ratchet step start`/,
+      op: "start-step",
+      code: "usage",
     }),
   ],
 ];

@@ -65,6 +65,8 @@ describe("concurrency", () => {
   test(`${WORKERS} processes × ${OPS_PER_WORKER} mixed ops on one ledger: expected outcomes, exact counts, no SQLITE_BUSY`, async () => {
     const ws = await makeWorkspace("ratchet-e2e-conc-");
     workspaces.push(ws);
+    // Metrics name a project (the original's rule); this one has no repo, so no plan joins it.
+    expect((await ws.run(["project", "add", "conc"])).status).toBe(0);
 
     // ── setup: shared plans (each worker owns two steps of each), a contested plan, private plans ──
     const publishes: object[] = [];
@@ -108,7 +110,7 @@ describe("concurrency", () => {
           ok({ op: "append-log", step_id: id("A"), text: `worker ${w} plan ${p}` }),
           ok({ op: "complete-step", step_id: id("A"), summary: "a done" }),
           ok({ op: "start-step", step_id: id("B") }),
-          ok({ op: "record-metric", name: "coverage", value: w * 10 + p, step_id: id("B") }),
+          ok({ op: "record-metric", name: "coverage", value: w * 10 + p, step_id: id("B"), project: "conc" }),
           ok({ op: "complete-step", step_id: id("B"), log_context: "b output" }),
           ok({ op: "start-step", step_id: id("C") }),
           ok({ op: "heartbeat", step_id: id("C"), lease_seconds: 600 }),
@@ -122,7 +124,7 @@ describe("concurrency", () => {
             events: 0,
           },
           { op: { op: "complete-step", step_id: id("E") }, expect: 5, events: 0 },
-          ok({ op: "record-skill", plan_id: privatePlan(w, p), name: "tdd", source: "skills/tdd" }),
+          ok({ op: "record-skill", plan_id: privatePlan(w, p), name: "tdd", source: "explicit-mention" }),
           ok({ op: "start-step", step_id: id("D") }),
           ok({ op: "complete-step", step_id: id("D") }),
           // The last step: started, completed, a metric from stdout, then the roll-up closes the
@@ -178,7 +180,7 @@ describe("concurrency", () => {
       fillerPerWorker = OPS_PER_WORKER - 1 - streams.reduce((n, s) => n + s.length, 0);
       streams.push(
         Array.from({ length: fillerPerWorker }, (_, i) => ({
-          op: { op: "record-metric", name: `w${w}.free`, value: i, unit: "n" },
+          op: { op: "record-metric", name: `w${w}.free`, value: i, unit: "n", project: "conc" },
           expect: 0,
           events: 1,
         })),
@@ -265,7 +267,8 @@ describe("concurrency", () => {
     expect(after.counts).toEqual({
       plans: before.counts.plans + WORKERS * NEW_PLANS,
       steps: before.counts.steps + WORKERS * NEW_PLANS * 3 + privateCount, // + each C.1
-      step_logs: privateCount * 4 + WORKERS * 2, // A log, B log_context, E kickoff + run; shared logs
+      // A log, B log_context, E kickoff + run; shared logs; a [REVIEW SKIPPED] line per closed plan
+      step_logs: privateCount * 4 + WORKERS * 2 + privateCount + 2,
       deviations: privateCount,
       skills: privateCount,
       metrics: privateCount * 2 + WORKERS * fillerPerWorker, // B's metric + run_ok; the free metrics

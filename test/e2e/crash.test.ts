@@ -168,7 +168,7 @@ describe("kill -9 of step run", () => {
 });
 
 describe.each(["SIGINT", "SIGTERM"] as const)("%s to step run", (signal) => {
-  test("kills the command's process group, fails the step with 'command cancelled', exits 130", async () => {
+  test("kills the command's process group, fails the step as 'stopped by a signal (command cancelled)', exits 130", async () => {
     const ws = await makeWorkspace("ratchet-e2e-signal-");
     workspaces.push(ws);
     const p = await publish(ws, { goal: `Cancel ${signal}`, steps: [{ title: "long", type: "COMMAND" }] });
@@ -188,14 +188,14 @@ describe.each(["SIGINT", "SIGTERM"] as const)("%s to step run", (signal) => {
       exit_code: 130,
       cancelled: true,
       status: "FAILED",
-      reason: "command cancelled",
+      reason: "command stopped by a signal (command cancelled)",
     });
     await waitFor(() => liveGroupMembers(pgid).length === 0, "the command's process group to be gone");
     groups.delete(pgid);
 
     expect(step(ws, A)).toMatchObject({
       status: "FAILED",
-      failure_reason: "command cancelled",
+      failure_reason: "command stopped by a signal (command cancelled)",
       exit_code: 130,
       lease_holder: null,
     });

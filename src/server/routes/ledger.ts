@@ -4,7 +4,7 @@
  * write flow (`POST /api/flows/{op}`), the same JSON input and result/marker as the CLI.
  */
 import { ErrorCode, RatchetError } from "../../core/index.js";
-import { applyOp, OP_NAMES, type Op, PlanStatus, showPlan } from "../../ledger/index.js";
+import { applyBatch, applyOp, OP_NAMES, type Op, PlanStatus, showPlan } from "../../ledger/index.js";
 import type { RouteGroup } from "../app.js";
 import { decodeCursor, oneOfParam, page, pageSize, readJsonBody, statusOf } from "../http.js";
 import { ServerQueries } from "../queries.js";
@@ -86,6 +86,26 @@ export const ledgerRoutes: RouteGroup = (app, { ctx, write }) => {
   app.get("/api/projects", (c) => c.json({ items: ctx.store.listProjects(), next_cursor: null }));
 
   app.get("/api/flows", (c) => c.json({ ops: OP_NAMES }));
+
+  // A batch (`step apply`): {"ops": [{"op": …, "as"?: …, …input}], "stop_on_error"?: bool}.
+  app.post("/api/flows/apply", write, async (c) => {
+    const body = (await readJsonBody(c, false)) as Record<string, unknown> | null;
+    const ops = body?.ops;
+    if (!Array.isArray(ops))
+      throw new RatchetError(
+        ErrorCode.SchemaViolation,
+        "field `ops`: must be an array of flow inputs with an `op`",
+        {
+          field: "ops",
+        },
+      );
+    const r = await applyBatch(ctx.ledger, ops, {
+      stopOnError: body?.stop_on_error === true,
+      ctx: { cwd: ctx.workspace.root, run: { signal: c.req.raw.signal } },
+    });
+    ctx.hub.kick();
+    return c.json({ ...r.summary, exit_status: r.status, lines: r.lines });
+  });
 
   app.post("/api/flows/:op", write, async (c) => {
     const op = c.req.param("op");

@@ -360,4 +360,20 @@ CREATE INDEX mission_runs_day ON mission_runs(mission, day);
 DROP INDEX plans_created;
 `,
   },
+  {
+    id: 7,
+    name: "plans_contract",
+    // The original ledger's plan fields (issue 14): the verbatim prompt, the abandon reason, the
+    // review bookkeeping agents read, and the extension keys stored as given (JSON); a metric's
+    // source (`record-metric`, `run-step`). A step published without a type has type '' until
+    // start/run sets one.
+    sql: `
+ALTER TABLE plans ADD COLUMN user_query TEXT;
+ALTER TABLE plans ADD COLUMN abandon_reason TEXT;
+ALTER TABLE plans ADD COLUMN review_state TEXT;
+ALTER TABLE plans ADD COLUMN review_skip_reason TEXT;
+ALTER TABLE plans ADD COLUMN extensions TEXT;
+ALTER TABLE metrics ADD COLUMN source TEXT;
+`,
+  },
 ];

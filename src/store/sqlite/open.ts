@@ -33,6 +33,7 @@ export function openSqlite(
     );
   }
   db.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+  refuseForeignLedger(db, path);
   // The page size can only be chosen while the file is empty (before WAL mode writes its header).
   if (db.pragma("page_count", { simple: true }) === 0) db.pragma(`page_size = ${SQLITE_PAGE_SIZE}`);
   db.pragma("journal_mode = WAL");
@@ -42,6 +43,24 @@ export function openSqlite(
   db.pragma("foreign_keys = ON");
   migrate(db, opts.migrations ?? MIGRATIONS);
   return db;
+}
+
+/**
+ * Refuses a database another ledger made (the original's orchestrator.db: a `Steps` table and no
+ * `schema_migrations`) before anything is written to it — not even the WAL switch.
+ */
+function refuseForeignLedger(db: SqliteDb, path: string): void {
+  const has = (name: string) =>
+    db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE").get(name) !==
+    undefined;
+  if (has("steps") && !has("schema_migrations")) {
+    db.close();
+    throw new RatchetError(
+      ErrorCode.WorkspaceNotFound,
+      `database ${path} holds another ledger's tables (the original orchestrator.db?), not a Ratchet store: point RATCHET_DB/ORCH_DB at a Ratchet database, and bring the old records over with \`ratchet import provledger ${path}\``,
+      { path },
+    );
+  }
 }
 
 /** Applies the migrations not yet recorded. Safe when several processes open the store at once. */

@@ -31,6 +31,11 @@ const PLAN_COLUMNS = [
   "created_at",
   "updated_at",
   "finished_at",
+  "user_query",
+  "abandon_reason",
+  "review_state",
+  "review_skip_reason",
+  "extensions",
 ] as const;
 
 const STEP_COLUMNS = [
@@ -135,7 +140,14 @@ export class SqliteStore implements Store {
 
   insertPlan(p: PlanRow): void {
     this.#requireTx("insertPlan");
-    this.#stmt(insertSql("plans", PLAN_COLUMNS)).run(p);
+    this.#stmt(insertSql("plans", PLAN_COLUMNS)).run({
+      user_query: null,
+      abandon_reason: null,
+      review_state: null,
+      review_skip_reason: null,
+      extensions: null,
+      ...p,
+    });
   }
 
   getPlan(planId: string): PlanRow | undefined {
@@ -260,8 +272,8 @@ export class SqliteStore implements Store {
   insertMetric(m: Omit<MetricRow, "id">): number {
     this.#requireTx("insertMetric");
     const r = this.#stmt(
-      "INSERT INTO metrics (name, value, unit, project, plan_id, step_id, created_at) VALUES (@name, @value, @unit, @project, @plan_id, @step_id, @created_at)",
-    ).run(m);
+      "INSERT INTO metrics (name, value, unit, project, plan_id, step_id, created_at, source) VALUES (@name, @value, @unit, @project, @plan_id, @step_id, @created_at, @source)",
+    ).run({ source: null, ...m });
     return Number(r.lastInsertRowid);
   }
 

@@ -1,0 +1,72 @@
+/** `start-step` (`ratchet step start`): Start a PENDING step (takes its lease); COMMAND steps start through run-step. */
+import { ErrorCode, type Infer, iso, obj, oneOf, opt, RatchetError } from "../../core/index.js";
+import type { LedgerCore } from "../core.js";
+import { defineFlow } from "../flow.js";
+import { id, leaseSeconds, logText, text } from "../inputs.js";
+import { STEP_TYPES, StepStatus, StepType } from "../states.js";
+
+export const StartInput = obj({
+  step_id: id("step to start"),
+  type: opt(oneOf(STEP_TYPES, "the step's type (sets an untyped step's; COMMAND is refused: use run-step)")),
+  agent_input: opt(text("what the agent was given")),
+  log_context: opt(logText("raw output to keep in the step's log")),
+  lease_seconds: opt(leaseSeconds),
+});
+export type StartInput = Infer<typeof StartInput>;
+
+export function startStep(l: LedgerCore, input: StartInput) {
+  return l.store.tx(() => {
+    const step = l.requireStep(input.step_id);
+    l.refuseReviewStep(step, "start-step");
+    l.requireOpenPlan(step.plan_id, `start step ${step.step_id}`);
+    if ((input.type ?? step.type) === StepType.Command) {
+      throw new RatchetError(
+        ErrorCode.CompleteOnCommand,
+        `step ${step.step_id} is a COMMAND step: shell work starts through run-step (\`ratchet step run\`, scripts/run-step.sh), which captures the output and the true exit code; nothing written`,
+        { stepId: step.step_id },
+      );
+    }
+    const moved = l.moveStep(
+      step,
+      StepStatus.InProgress,
+      {
+        ...(input.type ? { type: input.type } : {}),
+        agent_input: l.red(input.agent_input) ?? step.agent_input,
+        ...l.lease(input.lease_seconds),
+      },
+      { lease_holder: l.holder },
+    );
+    if (input.log_context) l.addLog(moved, "start", input.log_context);
+    return {
+      step_id: step.step_id,
+      plan_id: step.plan_id,
+      status: moved.status,
+      type: moved.type,
+      lease_holder: moved.lease_holder,
+      lease_expires_at: iso(moved.lease_expires_at ?? 0),
+    };
+  });
+}
+
+export const START_STEP_FLOW = defineFlow({
+  op: "start-step",
+  command: ["step", "start"],
+  summary: "Start a PENDING step (takes its lease); COMMAND steps start through run-step.",
+  input: StartInput,
+  example: { step_id: "fix-login-20260101120000-A", type: "ANALYSIS" },
+  positional: "step_id",
+  refusals: [
+    {
+      code: ErrorCode.IllegalTransition,
+      exit: 4,
+      when: "the step is not PENDING, is the review step, or its plan is closed",
+    },
+    {
+      code: ErrorCode.CompleteOnCommand,
+      exit: 5,
+      when: "the step is (or is typed) COMMAND: it starts through run-step",
+    },
+  ],
+  result: ["step_id", "plan_id", "status", "type", "lease_holder", "lease_expires_at"],
+  run: (l, i) => startStep(l, i),
+});
