@@ -161,29 +161,12 @@ function openBuild(
     orchestrator: isOrchestrator(step)
       ? newOrchestratorContext({ workflow: wf, step, outputDir: place.outputDir, bridge, redactor, signal })
       : undefined,
-    runInput: learnedStepInput(setup, {
-      workflow: wf,
-      step,
-      runId: place.runId,
-      dependencyDirs,
-      bridge,
-      baseEnv: env,
-      groupName: opts.group ?? null,
-      redactor,
-      clock: place.clock,
-      signal,
-      runner: opts.runner,
-    }),
+    runInput: scriptInput(place, setup, env, dependencyDirs, bridge),
     ran: new RanCode(place.codeDir),
     runBridge,
     model,
     tools: agentTools(place, facts, notesFile, bridge, () => evaluate(b)),
-    recorder: AttemptRecorder.open(
-      ctx,
-      `build ${wf.id} step ${step.id} ${place.runId}`,
-      saved ? "attempt 1: the saved script (fast path)" : "attempt 1: write main.py",
-      place.home,
-    ),
+    recorder: openAttempts(place, saved !== undefined),
     ...noAttemptsYet(),
   };
   return b;
@@ -218,6 +201,41 @@ function placeBuild(
     place: { ctx, wf, step, opts, clock, runId, home, outputDir, codeDir },
     dependencyDirs: deps.dirs,
   };
+}
+
+/** What every script run of the build is run with: the shared set-up and the step's own parts. */
+function scriptInput(
+  place: BuildPlace,
+  setup: RunSetup,
+  env: NodeJS.ProcessEnv,
+  dependencyDirs: readonly string[],
+  bridge: BridgeProvider,
+): Build["runInput"] {
+  const { ctx, opts } = place;
+  return learnedStepInput(setup, {
+    workflow: place.wf,
+    step: place.step,
+    runId: place.runId,
+    dependencyDirs,
+    bridge,
+    baseEnv: env,
+    groupName: opts.group ?? null,
+    redactor: ctx.ledger.redactor,
+    clock: place.clock,
+    signal: opts.signal,
+    runner: opts.runner,
+  });
+}
+
+/** The build's ledger plan, its first attempt started: the build's first write. */
+function openAttempts(place: BuildPlace, hasSaved: boolean): AttemptRecorder {
+  const { wf, step, runId } = place;
+  return AttemptRecorder.open(
+    place.ctx,
+    `build ${wf.id} step ${step.id} ${runId}`,
+    hasSaved ? "attempt 1: the saved script (fast path)" : "attempt 1: write main.py",
+    place.home,
+  );
 }
 
 /** The tools of the build's agents: file tools in code/, run_script (`evaluate`), the bridge, the notes when writable. */

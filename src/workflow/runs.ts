@@ -9,7 +9,7 @@ import type { SqliteStore, Workspace } from "../store/index.js";
 import { type BridgeEndpoint, savedLanguage } from "./fast-path.js";
 import { recoverInterruptedRuns } from "./interrupt.js";
 import { newRunId, workflowHome } from "./layout.js";
-import type { ModelStepRunner } from "./model-step.js";
+import type { ModelStepRunner, OrchestratorContext } from "./model-step.js";
 import { RunBridge } from "./run-bridge.js";
 import { DEFAULT_STEP_TIMEOUT_SECONDS, LEASE_MARGIN_SECONDS } from "./run-limits.js";
 import { type RunState, runSteps } from "./run-loop.js";
@@ -194,17 +194,7 @@ function openRun(
     planId,
     ledgerIds,
     leaseSeconds: setup.timeoutSeconds + LEASE_MARGIN_SECONDS,
-    runBridge: opts.bridge
-      ? undefined
-      : new RunBridge({
-          workspaceDir: ctx.workspace.dir,
-          ...(opts.bridgeConfig ? { config: opts.bridgeConfig } : {}),
-          redactor: ctx.ledger.redactor,
-          env: opts.env,
-          ...(needsSubAgents(sel, opts.modelSteps) && opts.modelSteps
-            ? { tools: [opts.modelSteps.subAgentTool(() => run.orchestrator)] }
-            : {}),
-        }),
+    runBridge: opts.bridge ? undefined : ownBridge(ctx, sel, opts, () => run.orchestrator),
     deferred: new DeferredMetadata(ctx),
     nextStep: new NextStep(),
     reports: [],
@@ -214,6 +204,27 @@ function openRun(
     orchestrator: undefined,
   };
   return run;
+}
+
+/**
+ * The run's own tool bridge (when the caller gives none); constructing it costs nothing. It serves
+ * `call_sub_agent` for `orchestrator()` when an orchestrator may delegate (`needsSubAgents`).
+ */
+function ownBridge(
+  ctx: RunContext,
+  sel: RunSelection,
+  opts: RunWorkflowOptions & { env: NodeJS.ProcessEnv },
+  orchestrator: () => OrchestratorContext | undefined,
+): RunBridge {
+  return new RunBridge({
+    workspaceDir: ctx.workspace.dir,
+    ...(opts.bridgeConfig ? { config: opts.bridgeConfig } : {}),
+    redactor: ctx.ledger.redactor,
+    env: opts.env,
+    ...(needsSubAgents(sel, opts.modelSteps) && opts.modelSteps
+      ? { tools: [opts.modelSteps.subAgentTool(orchestrator)] }
+      : {}),
+  });
 }
 
 /** The run's ledger plan and its run rows, written together. */
