@@ -13,39 +13,64 @@
  * 4. Repairs exhausted: plain `code_exec` attempts (nothing saved from them).
  *
  * Every Builder run is a ledger plan whose steps are the attempts (record.ts).
+ *
+ * `buildStep` is a few named steps: `buildableStep` and `taskFacts` (pure, attempts.ts), the shared
+ * `prepareRunSetup`, `openBuild` (the state of build-state.ts, the first ledger write),
+ * `firstAttempt` (`fastPathAttempt` or the author), `repairSaveFallBack` (`repairAttempt` ×N,
+ * save-back, code_exec), each attempt closed by `closeAttempt`. Every candidate runs through
+ * {@link evaluate}.
  */
 import { copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import type { BridgeConfig } from "../bridge/index.js";
-import { type Clock, ErrorCode, RatchetError, systemClock } from "../core/index.js";
-import type { ProcessRunner } from "../exec/index.js";
-import type { ModelClient } from "../model/index.js";
+import { ErrorCode, RatchetError, systemClock } from "../core/index.js";
+import type { LoopTool } from "../model/index.js";
 import {
   type BridgeProvider,
   dependencyDirs,
-  ExecutionMode,
   isOrchestrator,
   type LearnedStepResult,
-  learningsDir,
+  learnedStepInput,
+  newOrchestratorContext,
   newRunId,
   type OrchestratorContext,
   prepareRunSetup,
   RunBridge,
   type RunContext,
+  type RunSetup,
   RunStore,
-  resolveMode,
   runLearnedStep,
+  type SavedScript,
   savedScript,
   stepCodeDir,
   stepOutputDir,
   type Workflow,
   type WorkflowStep,
   workflowHome,
-  writeFileAtomic,
 } from "../workflow/index.js";
 import { type AgentResult, runAgent } from "./agent.js";
-import { attemptError, attemptLog, notRunAttempt } from "./attempts.js";
-import { unifiedDiff } from "./diff.js";
+import {
+  asAuthoringAid,
+  buildableStep,
+  learningsAccess,
+  nextAttemptTitle,
+  notRunAttempt,
+  repairFacts,
+  taskFacts,
+} from "./attempts.js";
+import {
+  type Build,
+  type BuildOptions,
+  type BuildPlace,
+  type BuildReport,
+  buildReport,
+  cancelled,
+  closeAttempt,
+  type LazyModel,
+  lazyModel,
+  noAttemptsYet,
+  passed,
+  SCRIPT,
+} from "./build-state.js";
 import {
   AGENT_MAX_ROUNDS,
   AGENT_MAX_TOKENS,
@@ -53,7 +78,6 @@ import {
   AGENT_TIMEOUT_MS,
   CODE_EXEC_FALLBACK_ATTEMPTS,
   MAX_REPAIR_ITERATIONS,
-  SKILL_NOTES_MAX_CHARS,
 } from "./limits.js";
 import { createModelStepRunner } from "./model-steps.js";
 import { builderSystemPrompt, initialTask, repairFeedback, type TaskFacts } from "./prompt.js";
@@ -61,64 +85,8 @@ import { AttemptRecorder } from "./record.js";
 import { saveBack } from "./save-back.js";
 import { scriptTools, skillNotesPath } from "./script-tools.js";
 import { RanCode, readCodeText } from "./snapshot.js";
-import { headTailChars } from "./text.js";
 
-export type AttemptKind = "fast_path" | "author" | "repair" | "code_exec";
-
-export interface AttemptReport {
-  n: number;
-  kind: AttemptKind;
-  ledger_step_id: string;
-  outcome: string;
-  exit_code: number | null;
-  tokens: number;
-  /** Relative to the workflow home, when the attempt changed main.py. */
-  diff: string | null;
-  error: string | null;
-}
-
-export interface BuildReport {
-  workflow_id: string;
-  step_id: string;
-  run_id: string;
-  plan_id: string;
-  /** `passed`: the latest script passes; `failed`: it does not. */
-  verdict: "passed" | "failed";
-  attempts: AttemptReport[];
-  tokens: number;
-  /** The save-back, or why nothing was saved. */
-  saved: { script_version: number; relearn_count: number; changed: boolean; diff: string | null } | null;
-  not_saved_reason: string | null;
-  model: string | null;
-  output_dir: string;
-}
-
-export interface BuildOptions {
-  /** The model (resolved only when an agent is needed). */
-  model?: () => ModelClient;
-  vars?: Record<string, string>;
-  group?: string;
-  env?: NodeJS.ProcessEnv;
-  secretsFile?: string;
-  signal?: AbortSignal;
-  runner?: ProcessRunner;
-  clock?: Clock;
-  bridgeConfig?: BridgeConfig;
-  /** Time limit of each script run, in seconds. Default 600. */
-  stepTimeoutSeconds?: number;
-  /** Told about each attempt as it closes. */
-  onAttempt?: (a: AttemptReport) => void;
-}
-
-const SCRIPT = "main.py";
-
-function readIf(path: string): string | undefined {
-  return existsSync(path) ? readFileSync(path, "utf8") : undefined;
-}
-
-function outputFiles(step: WorkflowStep): string[] {
-  return (step.validation?.files ?? []).map((f) => f.file_name);
-}
+export type { AttemptReport, BuildOptions, BuildReport } from "./build-state.js";
 
 /**
  * Builds (or checks) one learn_code step.
@@ -131,29 +99,13 @@ export async function buildStep(
   stepId: string,
   opts: BuildOptions = {},
 ): Promise<BuildReport> {
-  const step = wf.steps.find((s) => s.id === stepId);
-  if (!step)
-    throw new RatchetError(
-      ErrorCode.StepNotFound,
-      `workflow ${wf.id} has no step ${stepId} (steps: ${wf.steps.map((s) => s.id).join(", ")})`,
-      { stepId, field: "step" },
-    );
-  const mode = resolveMode(step, wf.defaults);
-  if (mode.mode !== ExecutionMode.LearnCode)
-    throw new RatchetError(
-      ErrorCode.Usage,
-      `step ${stepId} runs in ${mode.mode} mode (${mode.reason}): only learn_code steps are built`,
-      { stepId, field: "step" },
-    );
+  const step = buildableStep(wf, stepId);
   const env = opts.env ?? process.env;
-  const clock = opts.clock ?? systemClock;
-  const now = () => new Date(clock.now());
-  const redactor = ctx.ledger.redactor;
   // The same set-up as a run (workflow/run-setup.ts): nothing is written before it succeeded.
-  const { variables, secrets, sandbox, readPolicy, timeoutSeconds } = await prepareRunSetup({
+  const setup = await prepareRunSetup({
     workflow: wf,
     workspaceDir: ctx.workspace.dir,
-    redactor,
+    redactor: ctx.ledger.redactor,
     languages: ["python"],
     vars: opts.vars,
     group: opts.group,
@@ -161,335 +113,295 @@ export async function buildStep(
     secretsFile: opts.secretsFile,
     stepTimeoutSeconds: opts.stepTimeoutSeconds,
   });
-  const runId = newRunId(clock.now());
-  const runs = new RunStore(ctx.store);
-  const deps = dependencyDirs(wf, runId, step, [], new Map(), runs);
-  if ("blocked" in deps)
-    throw new RatchetError(ErrorCode.NotFound, `cannot build step ${stepId}: ${deps.blocked}; run it first`, {
-      stepId,
-    });
-  const home = workflowHome(wf);
-  const _savedDir = learningsDir(wf, stepId);
-  const outputDir = stepOutputDir(wf, runId, stepId);
-  const codeDir = stepCodeDir(wf, runId, stepId);
-  const locked = step.agent_configs.lock_code === true;
-  const access = step.agent_configs.learnings_access ?? wf.defaults.learnings_access ?? "read";
+  const b = openBuild(ctx, wf, step, setup, env, opts);
+  try {
+    await firstAttempt(b);
+    if (b.saveResult.reason === null) await repairSaveFallBack(b);
+    if (opts.signal?.aborted) b.recorder.abort("the build was cancelled");
+  } catch (e) {
+    b.recorder.abort(`build stopped: ${e instanceof Error ? e.message : String(e)}`);
+    throw e;
+  } finally {
+    await b.runBridge.close();
+  }
+  return buildReport(b);
+}
 
-  // An orchestrator's script is tried with real sub-agents: its bridge serves call_sub_agent, and
-  // the sub-agents' tokens count toward the attempt that ran the script.
-  let orchestrator: OrchestratorContext | undefined;
-  const runBridge = new RunBridge({
-    workspaceDir: ctx.workspace.dir,
-    ...(opts.bridgeConfig ? { config: opts.bridgeConfig } : {}),
-    redactor,
-    env,
-    ...(isOrchestrator(step)
-      ? { tools: [createModelStepRunner({ client: () => model() }).subAgentTool(() => orchestrator)] }
-      : {}),
-  });
+/**
+ * The build's state, from the shared set-up: where it happens, the run's bridge, the task facts,
+ * the agents' tools, and the ledger plan of the attempts with the first one started — the
+ * build's first write.
+ * @throws RatchetError `not_found` when a dependency has no passing run (nothing written).
+ */
+function openBuild(
+  ctx: RunContext,
+  wf: Workflow,
+  step: WorkflowStep,
+  setup: RunSetup,
+  env: NodeJS.ProcessEnv,
+  opts: BuildOptions,
+): Build {
+  const { place, dependencyDirs } = placeBuild(ctx, wf, step, opts);
+  const { redactor } = ctx.ledger;
+  const { signal } = opts;
+  const model = lazyModel(opts.model);
+  const runBridge = buildBridge(ctx, step, env, opts, model, () => b.orchestrator);
   // The step's scripts reach only its allowed_tools, as in a run.
   const bridge: BridgeProvider = () => runBridge.endpoint(step.allowed_tools);
-  if (isOrchestrator(step))
-    orchestrator = {
-      workflow: wf,
-      step,
-      outputDir,
-      bridge,
-      redactor,
-      tokens: 0,
-      log: [],
-      ...(opts.signal ? { signal: opts.signal } : {}),
-    };
-  let subAgentTokensSeen = 0;
-  const runInput = {
-    workflow: wf,
-    step,
-    runId,
+  const access = learningsAccess(wf, step);
+  const notesFile = skillNotesPath(place.home);
+  const facts = taskFacts(wf, step, access, access === "none" ? undefined : readIf(notesFile));
+  const found = savedScript(wf, step.id);
+  const saved = found?.language === "python" ? found : undefined;
+  const b: Build = {
+    ...place,
+    locked: step.agent_configs.lock_code === true,
+    facts,
+    saved,
+    orchestrator: isOrchestrator(step)
+      ? newOrchestratorContext({ workflow: wf, step, outputDir: place.outputDir, bridge, redactor, signal })
+      : undefined,
+    runInput: scriptInput(place, setup, env, dependencyDirs, bridge),
+    ran: new RanCode(place.codeDir),
+    runBridge,
+    model,
+    tools: agentTools(place, facts, notesFile, bridge, () => evaluate(b)),
+    recorder: openAttempts(place, saved !== undefined),
+    ...noAttemptsYet(),
+  };
+  return b;
+}
+
+/**
+ * Where the build happens (a new run id, its folders) and its dependencies' output folders:
+ * their newest passing runs'.
+ * @throws RatchetError `not_found` naming a dependency without one.
+ */
+function placeBuild(
+  ctx: RunContext,
+  wf: Workflow,
+  step: WorkflowStep,
+  opts: BuildOptions,
+): { place: BuildPlace; dependencyDirs: string[] } {
+  const clock = opts.clock ?? systemClock;
+  const runId = newRunId(clock.now());
+  const deps = dependencyDirs(wf, runId, step, [], new Map(), new RunStore(ctx.store));
+  if ("blocked" in deps)
+    throw new RatchetError(
+      ErrorCode.NotFound,
+      `cannot build step ${step.id}: ${deps.blocked}; run it first`,
+      {
+        stepId: step.id,
+      },
+    );
+  const home = workflowHome(wf);
+  const outputDir = stepOutputDir(wf, runId, step.id);
+  const codeDir = stepCodeDir(wf, runId, step.id);
+  return {
+    place: { ctx, wf, step, opts, clock, runId, home, outputDir, codeDir },
     dependencyDirs: deps.dirs,
-    variables,
-    secrets,
+  };
+}
+
+/** What every script run of the build is run with: the shared set-up and the step's own parts. */
+function scriptInput(
+  place: BuildPlace,
+  setup: RunSetup,
+  env: NodeJS.ProcessEnv,
+  dependencyDirs: readonly string[],
+  bridge: BridgeProvider,
+): Build["runInput"] {
+  const { ctx, opts } = place;
+  return learnedStepInput(setup, {
+    workflow: place.wf,
+    step: place.step,
+    runId: place.runId,
+    dependencyDirs,
     bridge,
     baseEnv: env,
-    timeoutSeconds,
     groupName: opts.group ?? null,
-    sandbox,
-    readPolicy,
-    redactor,
-    clock,
-    ...(opts.signal ? { signal: opts.signal } : {}),
-    ...(opts.runner ? { runner: opts.runner } : {}),
-  };
-  // THE one place a candidate script (the working copy in code/) runs: through the fast path's
-  // runLearnedStep, hence exec's door, with the run's own set-up. Every attempt goes through here.
-  // Save-back keeps code/ as the latest working-copy run found it (snapshot before, verified after).
-  const ran = new RanCode(codeDir);
-  const evaluate = (): Promise<LearnedStepResult> =>
-    ran.around(() => runLearnedStep({ ...runInput, workingCopy: true }));
+    redactor: ctx.ledger.redactor,
+    clock: place.clock,
+    signal: opts.signal,
+    runner: opts.runner,
+  });
+}
 
-  const notesFile = skillNotesPath(home);
-  const notes = access === "none" ? undefined : readIf(notesFile);
-  const facts: TaskFacts = {
-    stepId,
-    description: step.description,
-    declared: [...Object.keys(wf.variables).map((n) => `VAR_${n}`), ...wf.secrets.map((n) => `SECRET_${n}`)],
-    outputFiles: outputFiles(step),
-    dependencies: step.context_dependencies,
-    ...(notes
-      ? { skillNotes: headTailChars(notes, SKILL_NOTES_MAX_CHARS / 2, SKILL_NOTES_MAX_CHARS / 2) }
-      : {}),
-    ...(access === "read-write" && step.agent_configs.learning_objective
-      ? { learningObjective: step.agent_configs.learning_objective }
-      : {}),
-  };
-  const tools = scriptTools({
-    codeDir,
+/** The build's ledger plan, its first attempt started: the build's first write. */
+function openAttempts(place: BuildPlace, hasSaved: boolean): AttemptRecorder {
+  const { wf, step, runId } = place;
+  return AttemptRecorder.open(
+    place.ctx,
+    `build ${wf.id} step ${step.id} ${runId}`,
+    hasSaved ? "attempt 1: the saved script (fast path)" : "attempt 1: write main.py",
+    place.home,
+  );
+}
+
+/** The tools of the build's agents: file tools in code/, run_script (`evaluate`), the bridge, the notes when writable. */
+function agentTools(
+  place: BuildPlace,
+  facts: TaskFacts,
+  notesFile: string,
+  bridge: BridgeProvider,
+  evaluate: () => Promise<LearnedStepResult>,
+): LoopTool[] {
+  const { step, clock } = place;
+  return scriptTools({
+    codeDir: place.codeDir,
     evaluate,
     bridge,
     ...(step.allowed_tools ? { allowedTools: step.allowed_tools } : {}),
     ...(facts.learningObjective ? { skillNotesFile: notesFile } : {}),
-    stepId,
-    now,
+    stepId: step.id,
+    now: () => new Date(clock.now()),
   });
-  let client: ModelClient | undefined;
-  const model = (): ModelClient => {
-    if (!opts.model)
-      throw new RatchetError(ErrorCode.InvalidValue, "the Builder needs a model: set RATCHET_MODEL", {
-        field: "RATCHET_MODEL",
-      });
-    client ??= opts.model();
-    return client;
-  };
-  const agent = (kind: "learn_code" | "code_exec", message: string): Promise<AgentResult> =>
-    runAgent({
-      client: model(),
-      system: builderSystemPrompt(kind),
-      message,
-      tools,
-      limits: {
-        maxRounds: AGENT_MAX_ROUNDS,
-        maxToolCalls: AGENT_MAX_TOOL_CALLS,
-        maxTokens: AGENT_MAX_TOKENS,
-        timeoutMs: AGENT_TIMEOUT_MS,
-      },
-      ...(opts.signal ? { signal: opts.signal } : {}),
-    });
+}
 
-  const saved = savedScript(wf, stepId);
-  const hasSaved = saved?.language === "python";
-  const recorder = AttemptRecorder.open(
-    ctx,
-    `build ${wf.id} step ${stepId} ${runId}`,
-    hasSaved ? "attempt 1: the saved script (fast path)" : "attempt 1: write main.py",
-    home,
-  );
-  const attempts: AttemptReport[] = [];
-  let tokens = 0;
-  let previous: string | undefined;
-  let lastRun: LearnedStepResult | undefined;
+/**
+ * The build's tool bridge (started when a script first runs). An orchestrator's script is tried
+ * with real sub-agents: its bridge serves call_sub_agent for `orchestrator()`, whose tokens count
+ * toward the attempt that ran the script.
+ */
+function buildBridge(
+  ctx: RunContext,
+  step: WorkflowStep,
+  env: NodeJS.ProcessEnv,
+  opts: BuildOptions,
+  model: LazyModel,
+  orchestrator: () => OrchestratorContext | undefined,
+): RunBridge {
+  return new RunBridge({
+    workspaceDir: ctx.workspace.dir,
+    ...(opts.bridgeConfig ? { config: opts.bridgeConfig } : {}),
+    redactor: ctx.ledger.redactor,
+    env,
+    ...(isOrchestrator(step)
+      ? { tools: [createModelStepRunner({ client: () => model.get() }).subAgentTool(orchestrator)] }
+      : {}),
+  });
+}
 
-  /** Records one attempt's diff and closes it in the ledger. */
-  const close = async (
-    kind: AttemptKind,
-    run: LearnedStepResult,
-    agentResult: AgentResult | undefined,
-    next: string | undefined,
-  ): Promise<void> => {
-    const n = attempts.length + 1;
-    const current = readCodeText(codeDir, SCRIPT);
-    let diffRel: string | null = null;
-    if (kind !== "fast_path" && current !== undefined && current !== previous) {
-      const text = await unifiedDiff(previous, current, {
-        from: previous === undefined ? "/dev/null" : `main.py (before attempt ${n})`,
-        to: `main.py (attempt ${n})`,
-      });
-      const file = join(codeDir, "fix-diffs", `attempt-${n}.diff`);
-      writeFileAtomic(file, `${text}\n`);
-      diffRel = relative(home, file);
-    }
-    previous = current;
-    const sub = (orchestrator?.tokens ?? 0) - subAgentTokensSeen;
-    subAgentTokensSeen += sub;
-    const t = (agentResult?.tokens ?? 0) + sub;
-    tokens += t;
-    const passed = run.outcome === "passed";
-    const error = attemptError(passed, agentResult?.error, run.error);
-    const log = attemptLog({
-      n,
-      kind,
-      tokens: t,
-      agentLog: agentResult?.log,
-      subAgentLog: orchestrator?.log.splice(0),
-      runLog: run.log,
-      diff: diffRel,
-    });
-    const ledgerId = recorder.current;
-    recorder.close({
-      passed,
-      summary: `${kind}: ${run.outcome}${error ? `: ${error.split("\n")[0]}` : ""}`,
-      log,
-      tokens: t,
-      exitCode: run.exitCode,
-      ...(next ? { next } : {}),
-    });
-    const report: AttemptReport = {
-      n,
-      kind,
-      ledger_step_id: ledgerId,
-      outcome: run.outcome,
-      exit_code: run.exitCode,
-      tokens: t,
-      diff: diffRel,
-      error,
-    };
-    attempts.push(report);
-    lastRun = run;
-    opts.onAttempt?.(report);
-  };
-
-  let notSaved: string | null = null;
-  let savedInfo: BuildReport["saved"] = null;
-  try {
-    // Attempt 1: the saved script on the fast path, or the first agent.
-    if (hasSaved) {
-      let run = await runLearnedStep(runInput);
-      // The repairs start from the saved folder (the fast path copied it into code/, unless it
-      // stopped before: a changed contract).
-      if (!existsSync(join(codeDir, SCRIPT)) && saved) {
-        mkdirSync(codeDir, { recursive: true });
-        copyFileSync(saved.path, join(codeDir, SCRIPT));
-      }
-      const recheck = run.outcome === "contract_changed" && !locked;
-      if (recheck) {
-        // The contract changed: check the saved script against the new one before calling a model.
-        const w = await evaluate();
-        run = { ...w, log: `${run.error}\n--- the saved script against the new contract ---\n${w.log}` };
-      }
-      const passed = run.outcome === "passed";
-      const more = !passed && !locked;
-      await close(
-        "fast_path",
-        run,
-        undefined,
-        more ? `attempt 2: repair 1 of ${MAX_REPAIR_ITERATIONS}` : undefined,
-      );
-      if (passed && !recheck) notSaved = "the saved script passes: nothing to build";
-      else if (locked) notSaved = "lock_code is set: no repair, nothing saved";
-      previous = readCodeText(codeDir, SCRIPT);
-    } else if (locked) {
-      await close(
-        "fast_path",
-        notRunAttempt(
-          "lock_code is set and there is no saved script: unlock the step to build one",
-          "no saved script; lock_code is set",
-        ),
-        undefined,
-        undefined,
-      );
-      notSaved = "lock_code is set: nothing is written";
-    } else {
-      mkdirSync(codeDir, { recursive: true });
-      const a = await agent("learn_code", initialTask(facts, false));
-      const run = await evaluateOrMissing(evaluate, codeDir);
-      await close(
-        "author",
-        run,
-        a,
-        run.outcome === "passed" ? undefined : `attempt 2: repair 1 of ${MAX_REPAIR_ITERATIONS}`,
-      );
-    }
-
-    // Repairs: each a fresh agent with exactly the spec's feedback.
-    if (notSaved === null) {
-      const cancelled = () => opts.signal?.aborted === true;
-      for (let i = 1; i <= MAX_REPAIR_ITERATIONS && lastRun?.outcome !== "passed" && !cancelled(); i++) {
-        const findings = (lastRun?.review?.findings ?? [])
-          .filter((f) => f.severity === "blocking")
-          .map((f) => ({ line: f.line, rule: f.rule, message: f.message, fix: f.fix }));
-        const feedback = repairFeedback(facts, {
-          attempt: i,
-          maxAttempts: MAX_REPAIR_ITERATIONS,
-          scriptPath: relative(home, join(codeDir, SCRIPT)),
-          findings,
-          lastOutput: lastRun?.output ?? lastRun?.error ?? "",
-          lastExitCode: lastRun?.exitCode ?? null,
-        });
-        const a = await agent("learn_code", feedback);
-        const run = await evaluateOrMissing(evaluate, codeDir);
-        const passed = run.outcome === "passed";
-        const next = passed
-          ? undefined
-          : i < MAX_REPAIR_ITERATIONS
-            ? `attempt ${attempts.length + 2}: repair ${i + 1} of ${MAX_REPAIR_ITERATIONS}`
-            : CODE_EXEC_FALLBACK_ATTEMPTS > 0
-              ? `attempt ${attempts.length + 2}: code_exec (repairs exhausted)`
-              : undefined;
-        await close("repair", run, a, next);
-      }
-      const verdictPassed = lastRun?.outcome === "passed";
-
-      // Save-back of the latest learned script (before any code_exec attempt touches code/).
-      const saveResult = cancelled()
-        ? { saved: null, reason: "the build was cancelled: nothing saved" }
-        : await saveBack({
-            workflow: wf,
-            step,
-            code: ran.last,
-            passed: verdictPassed,
-            declared: facts.declared,
-            outputDir,
-            runId,
-            groupName: opts.group ?? null,
-            lastRun,
-            now: now(),
-          });
-      savedInfo = saveResult.saved;
-      notSaved = saveResult.reason;
-
-      // Repairs exhausted: plain code_exec attempts, an authoring aid only.
-      if (!verdictPassed) {
-        for (let i = 1; i <= CODE_EXEC_FALLBACK_ATTEMPTS && !cancelled(); i++) {
-          const a = await agent("code_exec", initialTask(facts, true));
-          const run = await evaluateOrMissing(evaluate, codeDir);
-          await close(
-            "code_exec",
-            run,
-            a,
-            i < CODE_EXEC_FALLBACK_ATTEMPTS ? `attempt ${attempts.length + 2}: code_exec` : undefined,
-          );
-          // A code_exec pass shows what an agent can do; it does not make the learned script pass.
-          lastRun = { ...run, outcome: run.outcome === "passed" ? "script_failed" : run.outcome };
-        }
-      }
-    }
-    if (opts.signal?.aborted) recorder.abort("the build was cancelled");
-  } catch (e) {
-    recorder.abort(`build stopped: ${e instanceof Error ? e.message : String(e)}`);
-    throw e;
-  } finally {
-    await runBridge.close();
-  }
-
-  const verdict = lastRun?.outcome === "passed" ? "passed" : "failed";
-  return {
-    workflow_id: wf.id,
-    step_id: stepId,
-    run_id: runId,
-    plan_id: recorder.planId,
-    verdict,
-    attempts,
-    tokens,
-    saved: savedInfo,
-    not_saved_reason: savedInfo ? null : notSaved,
-    model: client?.model ?? null,
-    output_dir: outputDir,
-  };
+/**
+ * THE one place a candidate script (the working copy in code/) runs: through the fast path's
+ * runLearnedStep, hence exec's door, with the run's own set-up. Every attempt goes through here.
+ * Save-back keeps code/ as the latest working-copy run found it (snapshot before, verified after).
+ */
+function evaluate(b: Build): Promise<LearnedStepResult> {
+  return b.ran.around(() => runLearnedStep({ ...b.runInput, workingCopy: true }));
 }
 
 /** Runs the working copy, or reports that the agent left no main.py. */
-async function evaluateOrMissing(
-  evaluate: () => Promise<LearnedStepResult>,
-  codeDir: string,
-): Promise<LearnedStepResult> {
-  if (existsSync(join(codeDir, SCRIPT))) return evaluate();
-  return notRunAttempt("the agent did not write code/main.py");
+function evaluateOrMissing(b: Build): Promise<LearnedStepResult> {
+  if (existsSync(join(b.codeDir, SCRIPT))) return evaluate(b);
+  return Promise.resolve(notRunAttempt("the agent did not write code/main.py"));
+}
+
+/** One fresh agent of the build, with the script tools (the model is resolved on first use). */
+function agent(b: Build, kind: "learn_code" | "code_exec", message: string): Promise<AgentResult> {
+  return runAgent({
+    client: b.model.get(),
+    system: builderSystemPrompt(kind),
+    message,
+    tools: b.tools,
+    limits: {
+      maxRounds: AGENT_MAX_ROUNDS,
+      maxToolCalls: AGENT_MAX_TOOL_CALLS,
+      maxTokens: AGENT_MAX_TOKENS,
+      timeoutMs: AGENT_TIMEOUT_MS,
+    },
+    ...(b.opts.signal ? { signal: b.opts.signal } : {}),
+  });
+}
+
+/** Attempt 1: the saved script on the fast path, a locked step without one, or the first agent. */
+async function firstAttempt(b: Build): Promise<void> {
+  if (b.saved) return fastPathAttempt(b, b.saved);
+  if (b.locked) {
+    const run = notRunAttempt(
+      "lock_code is set and there is no saved script: unlock the step to build one",
+      "no saved script; lock_code is set",
+    );
+    await closeAttempt(b, "fast_path", run, undefined, undefined);
+    b.saveResult = { saved: null, reason: "lock_code is set: nothing is written" };
+    return;
+  }
+  mkdirSync(b.codeDir, { recursive: true });
+  const a = await agent(b, "learn_code", initialTask(b.facts, false));
+  const run = await evaluateOrMissing(b);
+  await closeAttempt(b, "author", run, a, nextAttemptTitle(1, { kind: "author", passed: passed(run) }));
+}
+
+/**
+ * The saved script on the fast path. The repairs start from the saved folder (the fast path
+ * copied it into code/, unless it stopped before: a changed contract); a changed contract is
+ * checked against the saved script before a model is called.
+ */
+async function fastPathAttempt(b: Build, saved: SavedScript): Promise<void> {
+  let run = await runLearnedStep(b.runInput);
+  if (!existsSync(join(b.codeDir, SCRIPT))) {
+    mkdirSync(b.codeDir, { recursive: true });
+    copyFileSync(saved.path, join(b.codeDir, SCRIPT));
+  }
+  const recheck = run.outcome === "contract_changed" && !b.locked;
+  if (recheck) {
+    const w = await evaluate(b);
+    run = { ...w, log: `${run.error}\n--- the saved script against the new contract ---\n${w.log}` };
+  }
+  const next = nextAttemptTitle(1, { kind: "fast_path", passed: passed(run), locked: b.locked });
+  await closeAttempt(b, "fast_path", run, undefined, next);
+  if (passed(run) && !recheck)
+    b.saveResult = { saved: null, reason: "the saved script passes: nothing to build" };
+  else if (b.locked) b.saveResult = { saved: null, reason: "lock_code is set: no repair, nothing saved" };
+  b.previous = readCodeText(b.codeDir, SCRIPT);
+}
+
+/**
+ * Repairs (each a fresh agent with exactly the spec's feedback), then the save-back of the latest
+ * learned script (before any code_exec attempt touches code/), then, when the repairs are
+ * exhausted, plain code_exec attempts — an authoring aid only.
+ */
+async function repairSaveFallBack(b: Build): Promise<void> {
+  for (let i = 1; i <= MAX_REPAIR_ITERATIONS && !passed(b.lastRun) && !cancelled(b); i++)
+    await repairAttempt(b, i);
+  const verdictPassed = passed(b.lastRun);
+  b.saveResult = cancelled(b)
+    ? { saved: null, reason: "the build was cancelled: nothing saved" }
+    : await saveBack({
+        workflow: b.wf,
+        step: b.step,
+        code: b.ran.last,
+        passed: verdictPassed,
+        declared: b.facts.declared,
+        outputDir: b.outputDir,
+        runId: b.runId,
+        groupName: b.opts.group ?? null,
+        lastRun: b.lastRun,
+        now: new Date(b.clock.now()),
+      });
+  if (verdictPassed) return;
+  for (let i = 1; i <= CODE_EXEC_FALLBACK_ATTEMPTS && !cancelled(b); i++) {
+    const a = await agent(b, "code_exec", initialTask(b.facts, true));
+    const run = await evaluateOrMissing(b);
+    const next = nextAttemptTitle(b.attempts.length + 1, {
+      kind: "code_exec",
+      passed: passed(run),
+      round: i,
+    });
+    await closeAttempt(b, "code_exec", run, a, next);
+    b.lastRun = asAuthoringAid(run);
+  }
+}
+
+/** Repair `i`: a fresh agent told the task and the last run (never the validation details). */
+async function repairAttempt(b: Build, i: number): Promise<void> {
+  const scriptPath = relative(b.home, join(b.codeDir, SCRIPT));
+  const a = await agent(b, "learn_code", repairFeedback(b.facts, repairFacts(b.lastRun, i, scriptPath)));
+  const run = await evaluateOrMissing(b);
+  const next = nextAttemptTitle(b.attempts.length + 1, { kind: "repair", passed: passed(run), round: i });
+  await closeAttempt(b, "repair", run, a, next);
+}
+
+function readIf(path: string): string | undefined {
+  return existsSync(path) ? readFileSync(path, "utf8") : undefined;
 }

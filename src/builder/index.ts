@@ -2,7 +2,8 @@
  * `builder/`: the Builder (`ratchet build`, the only writer of learned scripts) and the
  * model-driven steps of runs (`direct`, `code_exec`, orchestrators' sub-agents). See docs/builder.md.
  */
-export type { AttemptKind, AttemptReport, BuildOptions, BuildReport } from "./build.js";
+export type { AttemptKind } from "./attempts.js";
+export type { AttemptReport, BuildOptions, BuildReport } from "./build.js";
 export { buildStep } from "./build.js";
 export {
   AGENT_MAX_ROUNDS,

@@ -65,7 +65,7 @@ export type {
   ModelStepRunner,
   OrchestratorContext,
 } from "./model-step.js";
-export { isOrchestrator } from "./model-step.js";
+export { isOrchestrator, newOrchestratorContext } from "./model-step.js";
 export type { ModeResolution } from "./modes.js";
 export { resolveMode } from "./modes.js";
 export { executionOrder, parseOnly, selectSteps } from "./order.js";
@@ -80,8 +80,8 @@ export {
   PROMOTION_MIN_SUCCESSES,
   STEP_MAX_CAPTURE_BYTES,
 } from "./run-limits.js";
-export type { RunSetup, RunSetupInput } from "./run-setup.js";
-export { prepareRunSetup } from "./run-setup.js";
+export type { RunSetup, RunSetupInput, StepSpecifics } from "./run-setup.js";
+export { learnedStepInput, prepareRunSetup } from "./run-setup.js";
 export { dependencyDirs } from "./run-steps.js";
 export type { RunStepOutcome, StepEvidence, WorkflowRunRow, WorkflowStepRunRow } from "./run-store.js";
 export { RunStatus, RunStore, summariseEvidence } from "./run-store.js";

@@ -64,3 +64,24 @@ export interface ModelStepRunner {
 export function isOrchestrator(step: WorkflowStep): boolean {
   return (step.predefined_routes?.length ?? 0) > 0;
 }
+
+/** A fresh {@link OrchestratorContext} for an orchestrator step about to run: no tokens, no log yet. */
+export function newOrchestratorContext(a: {
+  workflow: Workflow;
+  step: WorkflowStep;
+  outputDir: string;
+  bridge: BridgeProvider;
+  redactor: Redactor;
+  signal?: AbortSignal | undefined;
+}): OrchestratorContext {
+  return {
+    workflow: a.workflow,
+    step: a.step,
+    outputDir: a.outputDir,
+    bridge: a.bridge,
+    redactor: a.redactor,
+    tokens: 0,
+    log: [],
+    ...(a.signal ? { signal: a.signal } : {}),
+  };
+}

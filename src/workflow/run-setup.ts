@@ -2,23 +2,26 @@
  * The set-up every execution of learned steps shares — a run (`runs.ts`) and a Builder session
  * (`builder/build.ts`): variables and secrets resolved (before anything is written), secrets
  * registered with the redactor, the workspace's `sandbox` config read, stale private TMPDIRs of
- * dead runs swept, the sandbox probed, the time limit chosen. Written once so the two cannot
- * drift (the Builder used to hard-code its own 600 s).
+ * dead runs swept, the sandbox probed, the time limit chosen — and, from it, each learned step's
+ * input ({@link learnedStepInput}). Written once so the two cannot drift (the Builder used to
+ * hard-code its own 600 s).
  */
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Redactor } from "../core/index.js";
+import type { Clock, Redactor } from "../core/index.js";
 import {
   detectSandbox,
   loadSandboxConfig,
+  type ProcessRunner,
   type SandboxInfo,
   type ScriptLanguage,
   STEP_DIR_PREFIX,
   sweepStaleDirs,
 } from "../exec/index.js";
+import type { BridgeProvider, LearnedStepInput } from "./fast-path.js";
 import { DEFAULT_STEP_TIMEOUT_SECONDS } from "./run-limits.js";
 import { resolveSecrets, resolveVariables } from "./secrets.js";
-import type { Workflow } from "./types.js";
+import type { Workflow, WorkflowStep } from "./types.js";
 
 /** What {@link prepareRunSetup} needs. */
 export interface RunSetupInput {
@@ -72,4 +75,44 @@ export async function prepareRunSetup(input: RunSetupInput): Promise<RunSetup> {
     readPolicy: { readRoots: config.readRoots, secretDirs: [input.workspaceDir] },
     timeoutSeconds: input.stepTimeoutSeconds ?? DEFAULT_STEP_TIMEOUT_SECONDS,
   };
+}
+
+/** What a learned step of a run (or a Builder attempt) adds to the shared set-up. */
+export interface StepSpecifics {
+  workflow: Workflow;
+  step: WorkflowStep;
+  runId: string;
+  dependencyDirs: readonly string[];
+  bridge: BridgeProvider;
+  baseEnv: NodeJS.ProcessEnv;
+  groupName: string | null;
+  redactor: Redactor;
+  clock: Clock;
+  signal?: AbortSignal | undefined;
+  runner?: ProcessRunner | undefined;
+}
+
+/**
+ * The input of one learned step (the fast path's `runLearnedStep`, or a model-driven step): the
+ * shared set-up and the step's own parts. Pure. A run and a Builder session build it the same way.
+ */
+export function learnedStepInput(setup: RunSetup, s: StepSpecifics) {
+  return {
+    workflow: s.workflow,
+    step: s.step,
+    runId: s.runId,
+    dependencyDirs: s.dependencyDirs,
+    variables: setup.variables,
+    secrets: setup.secrets,
+    bridge: s.bridge,
+    baseEnv: s.baseEnv,
+    timeoutSeconds: setup.timeoutSeconds,
+    groupName: s.groupName,
+    sandbox: setup.sandbox,
+    readPolicy: setup.readPolicy,
+    redactor: s.redactor,
+    clock: s.clock,
+    ...(s.signal ? { signal: s.signal } : {}),
+    ...(s.runner ? { runner: s.runner } : {}),
+  } satisfies LearnedStepInput;
 }

@@ -2,31 +2,29 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import type { BridgeConfig } from "../bridge/index.js";
 import { type Clock, systemClock } from "../core/index.js";
-import type { ProcessRunner, SandboxInfo, ScriptLanguage } from "../exec/index.js";
+import type { ProcessRunner, SandboxInfo } from "../exec/index.js";
 import type { Ledger } from "../ledger/index.js";
 import { cachedReviewer } from "../review/cache.js";
 import type { SqliteStore, Workspace } from "../store/index.js";
-import {
-  type BridgeEndpoint,
-  type BridgeProvider,
-  type LearnedStepResult,
-  prepareLearnedStep,
-  savedLanguage,
-} from "./fast-path.js";
-import { failOpenSteps, recoverInterruptedRuns } from "./interrupt.js";
-import { newRunId, stepOutputDir, workflowHome } from "./layout.js";
-import { isOrchestrator, type ModelStepRunner, type OrchestratorContext } from "./model-step.js";
-import { resolveMode } from "./modes.js";
-import { executionOrder, selectSteps } from "./order.js";
-import { type OutputSeal, sealBroken, sealOutputs } from "./output-seal.js";
+import { type BridgeEndpoint, savedLanguage } from "./fast-path.js";
+import { recoverInterruptedRuns } from "./interrupt.js";
+import { newRunId, workflowHome } from "./layout.js";
+import type { ModelStepRunner, OrchestratorContext } from "./model-step.js";
 import { RunBridge } from "./run-bridge.js";
 import { DEFAULT_STEP_TIMEOUT_SECONDS, LEASE_MARGIN_SECONDS } from "./run-limits.js";
-import { DeferredMetadata, discardPrepared, NextStep } from "./run-overlap.js";
-import { planSteps, runEnding, stepReport, whyNotRun } from "./run-report.js";
-import { prepareRunSetup } from "./run-setup.js";
-import { dependencyDirs, recordStep, runLearnedStepSafely } from "./run-steps.js";
+import { type RunState, runSteps } from "./run-loop.js";
+import { DeferredMetadata, NextStep } from "./run-overlap.js";
+import {
+  needsSubAgents,
+  planSteps,
+  probeLanguages,
+  type RunSelection,
+  runEnding,
+  selectRun,
+} from "./run-report.js";
+import { prepareRunSetup, type RunSetup } from "./run-setup.js";
 import { type RunStatus, type RunStepOutcome, RunStore } from "./run-store.js";
-import { ExecutionMode, StepOutcome, type Workflow, type WorkflowStep } from "./types.js";
+import type { ExecutionMode, Workflow } from "./types.js";
 
 /** How a run was started. */
 export const RunTrigger = {
@@ -129,49 +127,119 @@ export async function runWorkflow(
   opts: RunWorkflowOptions = {},
 ): Promise<RunReport> {
   const env = opts.env ?? process.env;
-  const clock = opts.clock ?? systemClock;
-  const trigger = opts.trigger ?? RunTrigger.Manual;
-  const redactor = ctx.ledger.redactor;
-  const order = executionOrder(wf.steps);
-  const selected = selectSteps(order, opts.only);
-  const byId = new Map(wf.steps.map((s) => [s.id, s]));
-  const modes = new Map(
-    selected.map((id) => [id, resolveMode(byId.get(id) as WorkflowStep, wf.defaults).mode]),
-  );
-
-  // Probe only the sandboxes this run needs.
-  const languages = new Set<ScriptLanguage>();
-  for (const id of selected) {
-    if (modes.get(id) !== ExecutionMode.LearnCode) continue;
-    const lang = savedLanguage(wf, id);
-    if (lang) languages.add(lang);
-  }
-  // Everything that can refuse the run happens before anything is recorded.
-  const { variables, secrets, sandbox, readPolicy, timeoutSeconds } = await prepareRunSetup({
+  const sel = selectRun(wf, opts.only);
+  // Everything that can refuse the run happens before anything is recorded. Only the sandboxes
+  // this run needs are probed.
+  const setup = await prepareRunSetup({
     workflow: wf,
     workspaceDir: ctx.workspace.dir,
-    redactor,
-    languages: [...languages],
+    redactor: ctx.ledger.redactor,
+    languages: probeLanguages(sel, (id) => savedLanguage(wf, id)),
     vars: opts.vars,
     group: opts.group,
     env,
     secretsFile: opts.secretsFile,
     stepTimeoutSeconds: opts.stepTimeoutSeconds,
   });
-
   const recovered = recoverInterruptedRuns(ctx).map((r) => r.run_id);
+  const run = openRun(ctx, wf, sel, setup, { ...opts, env });
+  opts.onStarted?.({ run_id: run.runId, plan_id: run.planId, write_protection: setup.sandbox });
+  await runSteps(run);
+  const { status, error } = runEnding(run.reports, run.cancelled);
+  run.runs.finishRun(run.runId, status, error);
+  return {
+    run_id: run.runId,
+    workflow_id: wf.id,
+    workflow_path: wf.source,
+    plan_id: run.planId,
+    trigger: opts.trigger ?? RunTrigger.Manual,
+    group_name: opts.group ?? null,
+    status,
+    write_protection: setup.sandbox,
+    steps: run.reports,
+    error,
+    recovered,
+  };
+}
+
+/**
+ * Records the run — its ledger plan and its `workflow_runs` row with one row per selected step,
+ * in one transaction — and returns the state its steps share. The run's own bridge is only
+ * constructed here: it starts when the first script is about to run.
+ */
+function openRun(
+  ctx: RunContext,
+  wf: Workflow,
+  sel: RunSelection,
+  setup: RunSetup,
+  opts: RunWorkflowOptions & { env: NodeJS.ProcessEnv },
+): RunState {
+  const clock = opts.clock ?? systemClock;
   const runs = new RunStore(ctx.store);
   // Reports of unchanged scripts come from the workspace's review cache (see review/cache.ts).
   const review = cachedReviewer(join(ctx.workspace.dir, "cache", "review"));
-
   const runId = newRunId(clock.now());
-  const owner = `${process.pid}@${hostname()}`;
-  const { planId, ledgerIds } = ctx.store.tx(() => {
+  const { planId, ledgerIds } = recordRun(ctx, runs, wf, sel, runId, opts);
+  const run: RunState = {
+    ctx,
+    wf,
+    opts,
+    env: opts.env,
+    clock,
+    sel,
+    setup,
+    runs,
+    review,
+    runId,
+    planId,
+    ledgerIds,
+    leaseSeconds: setup.timeoutSeconds + LEASE_MARGIN_SECONDS,
+    runBridge: opts.bridge ? undefined : ownBridge(ctx, sel, opts, () => run.orchestrator),
+    deferred: new DeferredMetadata(ctx),
+    nextStep: new NextStep(),
+    reports: [],
+    outcomeOf: new Map(),
+    seals: new Map(),
+    cancelled: false,
+    orchestrator: undefined,
+  };
+  return run;
+}
+
+/**
+ * The run's own tool bridge (when the caller gives none); constructing it costs nothing. It serves
+ * `call_sub_agent` for `orchestrator()` when an orchestrator may delegate (`needsSubAgents`).
+ */
+function ownBridge(
+  ctx: RunContext,
+  sel: RunSelection,
+  opts: RunWorkflowOptions & { env: NodeJS.ProcessEnv },
+  orchestrator: () => OrchestratorContext | undefined,
+): RunBridge {
+  return new RunBridge({
+    workspaceDir: ctx.workspace.dir,
+    ...(opts.bridgeConfig ? { config: opts.bridgeConfig } : {}),
+    redactor: ctx.ledger.redactor,
+    env: opts.env,
+    ...(needsSubAgents(sel, opts.modelSteps) && opts.modelSteps
+      ? { tools: [opts.modelSteps.subAgentTool(orchestrator)] }
+      : {}),
+  });
+}
+
+/** The run's ledger plan and its run rows, written together. */
+function recordRun(
+  ctx: RunContext,
+  runs: RunStore,
+  wf: Workflow,
+  sel: RunSelection,
+  runId: string,
+  opts: RunWorkflowOptions,
+): { planId: string; ledgerIds: string[] } {
+  const { selected, byId, modes } = sel;
+  return ctx.store.tx(() => {
     const plan = ctx.ledger.publish(
-      {
-        goal: `run ${wf.id} ${runId}`,
-        steps: planSteps(selected, byId, modes),
-      },
+      { goal: `run ${wf.id} ${runId}`, steps: planSteps(selected, byId, modes) },
       { kind: "workflow_run", cwd: workflowHome(wf) },
     );
     const ids = plan.step_ids.slice(0, selected.length);
@@ -181,9 +249,9 @@ export async function runWorkflow(
         workflow_id: wf.id,
         workflow_path: wf.source,
         plan_id: plan.plan_id,
-        trigger,
+        trigger: opts.trigger ?? RunTrigger.Manual,
         group_name: opts.group ?? null,
-        owner,
+        owner: `${process.pid}@${hostname()}`,
       },
       selected.map((id, i) => ({
         step_id: id,
@@ -193,226 +261,4 @@ export async function runWorkflow(
     );
     return { planId: plan.plan_id, ledgerIds: ids };
   });
-  opts.onStarted?.({ run_id: runId, plan_id: planId, write_protection: sandbox });
-
-  const reports: StepReport[] = [];
-  const outcomeOf = new Map<string, RunStepOutcome>();
-  // The validated outputs of this run's passed steps (output-seal.ts), checked before a dependent starts.
-  const seals = new Map<string, OutputSeal>();
-  const brokenSeal = (step: WorkflowStep): string | undefined => {
-    for (const dep of step.context_dependencies ?? []) {
-      const seal = seals.get(dep);
-      const broken = seal && sealBroken(stepOutputDir(wf, runId, dep), seal);
-      if (broken)
-        return `harness failure: the outputs of ${dep} changed after validation (${broken}); this step did not run`;
-    }
-    return undefined;
-  };
-  const leaseSeconds = timeoutSeconds + LEASE_MARGIN_SECONDS;
-  let cancelled = false;
-  // The orchestrator step running now: `call_sub_agent` delegates on its behalf.
-  let orchestrator: OrchestratorContext | undefined;
-  const needsSubAgents =
-    opts.modelSteps !== undefined &&
-    opts.modelSteps.unavailable === undefined &&
-    selected.some(
-      (id) => modes.get(id) === ExecutionMode.LearnCode && isOrchestrator(byId.get(id) as WorkflowStep),
-    );
-  // Constructing it costs nothing: the bridge starts only when a script is about to run.
-  const runBridge = opts.bridge
-    ? undefined
-    : new RunBridge({
-        workspaceDir: ctx.workspace.dir,
-        ...(opts.bridgeConfig ? { config: opts.bridgeConfig } : {}),
-        redactor,
-        env,
-        ...(needsSubAgents && opts.modelSteps
-          ? { tools: [opts.modelSteps.subAgentTool(() => orchestrator)] }
-          : {}),
-      });
-  const given = opts.bridge;
-  // A step with allowed_tools gets a token of its own that reaches only those tools.
-  const bridgeFor =
-    (step: WorkflowStep): BridgeProvider =>
-    () =>
-      given ? Promise.resolve(given) : (runBridge as RunBridge).endpoint(step.allowed_tools);
-
-  // The previous step's script_metadata.json update and the next step's preparation, both done
-  // while a script runs (run-overlap.ts).
-  const deferred = new DeferredMetadata(ctx);
-  const nextStep = new NextStep();
-  const prepareNext = (i: number): void => {
-    const next = selected[i + 1];
-    if (next === undefined || cancelled || opts.signal?.aborted) return;
-    const step = byId.get(next) as WorkflowStep;
-    if (modes.get(next) !== ExecutionMode.LearnCode || isOrchestrator(step)) return;
-    nextStep.prepare(next, prepareLearnedStep({ workflow: wf, step, runId, review }));
-  };
-
-  try {
-    for (const [i, id] of selected.entries()) {
-      const step = byId.get(id) as WorkflowStep;
-      const mode = modes.get(id) as ExecutionMode;
-      const ledgerStepId = ledgerIds[i] as string;
-      opts.onProgress?.({ kind: "step_started", step_id: id, mode });
-      const prepared = nextStep.take(id);
-
-      let result: LearnedStepResult;
-      let tokens = 0;
-      const deps = dependencyDirs(wf, runId, step, selected, outcomeOf, runs);
-      /** What a model-driven step and a learned step are both run with. */
-      const stepInput = (dirs: readonly string[]) => ({
-        workflow: wf,
-        step,
-        runId,
-        dependencyDirs: dirs,
-        variables,
-        secrets,
-        bridge: bridgeFor(step),
-        baseEnv: env,
-        timeoutSeconds,
-        groupName: opts.group ?? null,
-        sandbox,
-        readPolicy,
-        redactor,
-        clock,
-        ...(opts.signal ? { signal: opts.signal } : {}),
-        ...(opts.runner ? { runner: opts.runner } : {}),
-      });
-      const depDirs = "blocked" in deps ? [] : deps.dirs;
-      const sealProblem = "blocked" in deps ? undefined : brokenSeal(step);
-      if (cancelled || opts.signal?.aborted || "blocked" in deps || sealProblem)
-        await discardPrepared(prepared);
-      if (opts.signal?.aborted) cancelled = true;
-      const notRunning = whyNotRun({
-        step,
-        mode,
-        cancelled,
-        blocked: "blocked" in deps ? deps.blocked : undefined,
-        sealProblem,
-        modelSteps: opts.modelSteps,
-      });
-      if (notRunning) {
-        result = notRunning;
-      } else if (mode !== ExecutionMode.LearnCode) {
-        ctx.store.tx(() => {
-          ctx.ledger.start({
-            step_id: ledgerStepId,
-            agent_input: `${mode}: model-driven step ${id}`,
-            lease_seconds: leaseSeconds,
-          });
-          runs.startStep(runId, id, { fast_path: false });
-        });
-        const modelSteps = opts.modelSteps as ModelStepRunner;
-        const r = await modelSteps.runStep({ ...stepInput(depDirs), mode });
-        tokens = r.tokens;
-        result = r;
-        if (opts.signal?.aborted) cancelled = true;
-      } else {
-        // The step is marked started in the ledger as soon as its script's process exists (or,
-        // when no script starts, just before it is closed): the write happens while the script
-        // boots instead of before it.
-        let started = false;
-        const markStarted = (): void => {
-          if (started) return;
-          started = true;
-          ctx.store.tx(() => {
-            ctx.ledger.start({
-              step_id: ledgerStepId,
-              agent_input: `fast path: saved script of step ${id}`,
-              lease_seconds: leaseSeconds,
-            });
-            runs.startStep(runId, id, { fast_path: true });
-          });
-        };
-        if (isOrchestrator(step))
-          orchestrator = {
-            workflow: wf,
-            step,
-            outputDir: stepOutputDir(wf, runId, id),
-            bridge: bridgeFor(step),
-            redactor,
-            tokens: 0,
-            log: [],
-            ...(opts.signal ? { signal: opts.signal } : {}),
-          };
-        result = await runLearnedStepSafely({
-          ...stepInput(depDirs),
-          review,
-          deferMetadata: true,
-          whileRunning: () => {
-            markStarted();
-            deferred.flush();
-            prepareNext(i);
-          },
-          ...(prepared ? { prepared } : {}),
-        });
-        markStarted();
-        if (orchestrator) {
-          tokens = orchestrator.tokens;
-          if (orchestrator.log.length > 0)
-            result = { ...result, log: `${result.log}\n--- sub-agents ---\n${orchestrator.log.join("\n")}` };
-          orchestrator = undefined;
-        }
-        if (opts.signal?.aborted) cancelled = true;
-      }
-      outcomeOf.set(id, result.outcome);
-      if (result.outcome === StepOutcome.Passed && result.fastPath)
-        seals.set(id, sealOutputs(stepOutputDir(wf, runId, id)));
-      const bridgeLog = runBridge?.takeLog() ?? [];
-      const log =
-        bridgeLog.length > 0 ? `${result.log}\n--- tool bridge ---\n${bridgeLog.join("\n")}` : result.log;
-
-      const report = stepReport({
-        id,
-        ledgerStepId,
-        mode,
-        result,
-        tokens,
-        outputDir: stepOutputDir(wf, runId, id),
-        redactor,
-      });
-      recordStep(ctx, runs, runId, report, log, leaseSeconds);
-      reports.push(report);
-      // A step that did not start a script leaves nothing to overlap with: write now.
-      deferred.flush();
-      deferred.defer(result, report);
-      opts.onProgress?.({ kind: "step_finished", step: report });
-    }
-  } catch (e) {
-    // A bug or an unusable store: close the run so it does not look alive, then report the error.
-    const reason = `run stopped by an internal error: ${e instanceof Error ? e.message : String(e)}`;
-    try {
-      ctx.store.tx(() => {
-        runs.markInterrupted(runId, reason);
-        failOpenSteps(ctx.ledger, ctx.store, planId, reason);
-      });
-    } catch {
-      // the original error is the one to report
-    }
-    throw e;
-  } finally {
-    try {
-      deferred.flush();
-      await nextStep.discardAhead();
-    } finally {
-      await runBridge?.close();
-    }
-  }
-
-  const { status, error } = runEnding(reports, cancelled);
-  runs.finishRun(runId, status, error);
-  return {
-    run_id: runId,
-    workflow_id: wf.id,
-    workflow_path: wf.source,
-    plan_id: planId,
-    trigger,
-    group_name: opts.group ?? null,
-    status,
-    write_protection: sandbox,
-    steps: reports,
-    error,
-    recovered,
-  };
 }
