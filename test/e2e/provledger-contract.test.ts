@@ -409,7 +409,13 @@ describe("§3 step flows", () => {
     await waitFor(() => step(e, A).status === "IN_PROGRESS", "the step to start");
     run.child.kill("SIGKILL");
     await run.done;
-    process.kill(-Number(readFileSync(pidFile, "utf8").trim()), "SIGKILL");
+    // The launcher's supervisor ends the command when Ratchet dies; without one, kill it here.
+    const cmdPid = Number(readFileSync(pidFile, "utf8").trim());
+    try {
+      process.kill(cmdPid, "SIGKILL");
+    } catch {
+      // already gone
+    }
     await refused(e, "complete-step.sh", { step_id: A, log_context: "it built" }, 5, /run-step/);
     const ok = await okShim(e, "complete-step.sh", {
       step_id: A,
