@@ -58,6 +58,8 @@ const schema = z.strictObject({
       output_per_1k_tokens: z.number().nonnegative().default(0),
     })
     .optional(),
+  /** Let versions written by the learning missions run (default off, as the original gated them). */
+  self_modify: z.boolean().default(false),
   missions: z
     .strictObject({
       enabled: z.boolean().default(true),
@@ -74,6 +76,8 @@ export interface ThreadsConfig {
   budget: { max_tokens: number; max_duration_ms: number; max_cost_usd: number; max_steps: number };
   pricing: { input_per_1k_tokens: number; output_per_1k_tokens: number };
   missions: { enabled: boolean; dailyCap?: number };
+  /** Versions the missions wrote run only when true. */
+  selfModify: boolean;
 }
 
 /** Compiles the `threads` section (undefined: every default). @throws RatchetError `schema_violation`. */
@@ -103,6 +107,7 @@ export function compileThreadsConfig(value: unknown, source = "config"): Threads
       max_steps: DEFAULT_MAX_STEPS,
     },
     pricing: c.pricing ?? { input_per_1k_tokens: 0, output_per_1k_tokens: 0 },
+    selfModify: c.self_modify,
     missions: {
       enabled: c.missions?.enabled ?? true,
       ...(c.missions?.daily_cap !== undefined ? { dailyCap: c.missions.daily_cap } : {}),

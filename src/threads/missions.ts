@@ -6,16 +6,30 @@
  * thread (`kind` `mission:<name>`) whose FINAL answer (JSON) names documents to write. A proposed
  * orchestrator or prompt change is stored as a proposal, applied only by `acceptProposal`.
  */
+
+import type { ThreadsConfig } from "./config.js";
+import type { Documents } from "./documents.js";
 import { DocKind } from "./documents.js";
 import { ThreadEvent } from "./events.js";
+import type { DriveOutcome } from "./host-types.js";
 import {
   INSIGHTS_EVERY_N_THREADS,
   MISSION_DAILY_CAP,
   PLAYBOOK_MIN_ACTIONS,
   PLAYBOOK_MIN_STEPS,
 } from "./limits.js";
-import type { ThreadService } from "./service.js";
-import type { ThreadRow } from "./thread-store.js";
+import type { ThreadRow, ThreadStore } from "./thread-store.js";
+
+/** What the missions need of the thread service (so missions.ts does not import service.ts). */
+export interface MissionHost {
+  threads: ThreadStore;
+  docs: Documents;
+  config: ThreadsConfig;
+  start(
+    goal: string,
+    opts: { kind: string; parentThreadId: string; project?: string; model?: string },
+  ): Promise<{ outcome: DriveOutcome; thread: ThreadRow }>;
+}
 
 export const Mission = {
   SelfImprovement: "self-improvement",
@@ -64,7 +78,7 @@ const GOALS: Record<Mission, string> = {
     '{"insights":[{"title","content"}]}.',
 };
 
-function trace(svc: ThreadService, t: ThreadRow): string {
+function trace(svc: MissionHost, t: ThreadRow): string {
   const lines = [`Thread ${t.thread_id} (${t.state}, ${t.step_count} steps): ${t.goal}`];
   for (const m of svc.threads.messages(t.thread_id).slice(-30)) {
     const text = m.content.length > 400 ? `${m.content.slice(0, 400)}…` : m.content;
@@ -94,7 +108,7 @@ const strs = (v: unknown): string[] =>
 
 /** Writes the documents a mission's answer names; returns their ids. */
 function writeDocuments(
-  svc: ThreadService,
+  svc: MissionHost,
   mission: Mission,
   source: ThreadRow,
   missionThread: string,
@@ -158,7 +172,7 @@ function writeDocuments(
  * Fires the missions of every completed thread whose completion event has not been handled yet,
  * then moves each such thread Completed → Done.
  */
-export async function dispatchMissions(svc: ThreadService): Promise<MissionReport[]> {
+export async function dispatchMissions(svc: MissionHost): Promise<MissionReport[]> {
   const { threads } = svc;
   const reports: MissionReport[] = [];
   // Completion events of threads still Completed (the ones no dispatch has handled yet), oldest first.

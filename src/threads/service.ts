@@ -224,6 +224,19 @@ export class ThreadService {
       ...(this.#o.signal ? { signal: this.#o.signal } : {}),
       ...(this.#o.nowMs ? { nowMs: this.#o.nowMs } : {}),
       ...(this.#o.driverId ? { driverId: this.#o.driverId } : {}),
+      subAgent: async (goal, parentThreadId) => {
+        const r = await this.start(goal, {
+          kind: "subagent",
+          parentThreadId,
+          ...(t.project ? { project: t.project } : {}),
+        });
+        return r.outcome === "completed"
+          ? { ok: true, answer: r.thread.final_result ?? "" }
+          : {
+              ok: false,
+              answer: `the sub-agent thread ${r.thread.thread_id} ended ${r.outcome}: ${r.thread.reason ?? ""}`,
+            };
+      },
     };
     let result: DriveResult;
     try {
@@ -303,6 +316,35 @@ export class ThreadService {
       if (driverAlive(t, this.#nowMs())) return this.threads.require(threadId);
       this.threads.fillMissingResults(threadId, `not run: the thread was cancelled (${reason})`);
       return this.threads.transition(threadId, "failed", { reason });
+    });
+  }
+
+  /**
+   * Queues a message for a thread that has not ended; its orchestrator gets it from
+   * `__check_signals__` at its next step (the message is then part of the conversation).
+   * @throws RatchetError `invalid_value` (empty text), `not_found`, `illegal_transition` (ended).
+   */
+  inject(threadId: string, content: string): { thread: ThreadRow; inboxId: number } {
+    if (typeof content !== "string" || content.trim() === "")
+      throw new RatchetError(ErrorCode.InvalidValue, "message must be a non-empty text", {
+        field: "message",
+      });
+    this.recover();
+    return this.threads.tx(() => {
+      const t = this.threads.require(threadId);
+      if (isTerminal(t.state) || t.state === "completed")
+        throw new RatchetError(ErrorCode.IllegalTransition, `thread ${threadId} already ended (${t.state})`, {
+          threadId,
+          from: t.state,
+          to: "running",
+        });
+      const inboxId = this.threads.inject(threadId, content);
+      this.threads.event(threadId, ThreadEvent.MessageInjected, {
+        inbox_id: inboxId,
+        queued: true,
+        chars: content.length,
+      });
+      return { thread: t, inboxId };
     });
   }
 

@@ -42,6 +42,10 @@ export interface ThreadRow {
   created_at: string;
   updated_at: string;
   finished_at: string | null;
+  /** JSON of the object the orchestrator passed to FINAL (`{outcome, response, …}`), or null. */
+  final_outcome?: string | null;
+  /** Why the orchestrator version that ran was chosen (`stored`, `self_modify off: …`). */
+  orchestrator_why?: string | null;
 }
 
 export interface MessageRow {
@@ -80,6 +84,8 @@ export type ThreadPatch = Partial<
     | "started_ms"
     | "cancel_requested"
     | "model"
+    | "final_outcome"
+    | "orchestrator_why"
   >
 >;
 
@@ -282,6 +288,29 @@ export class ThreadRecords {
         });
       }
     });
+  }
+
+  // --- injected messages --------------------------------------------------------------------
+
+  /** Queues a message for a thread; the orchestrator gets it from `__check_signals__`. */
+  inject(threadId: string, content: string): number {
+    const info = this.sql("INSERT INTO thread_inbox (thread_id, content, created_at) VALUES (?, ?, ?)").run(
+      threadId,
+      content,
+      this.now(),
+    );
+    return Number(info.lastInsertRowid);
+  }
+
+  /** The oldest injected message not delivered yet. */
+  nextInjected(threadId: string): { id: number; content: string } | undefined {
+    return this.sql(
+      "SELECT id, content FROM thread_inbox WHERE thread_id = ? AND delivered_at IS NULL ORDER BY id LIMIT 1",
+    ).get(threadId) as { id: number; content: string } | undefined;
+  }
+
+  markDelivered(id: number): void {
+    this.sql("UPDATE thread_inbox SET delivered_at = ? WHERE id = ?").run(this.now(), id);
   }
 
   // --- checkpoints ----------------------------------------------------------------------------

@@ -360,4 +360,22 @@ CREATE INDEX mission_runs_day ON mission_runs(mission, day);
 DROP INDEX plans_created;
 `,
   },
+  {
+    id: 7,
+    name: "thread_inbox",
+    // Threads: messages a person injects into a running thread (delivered by __check_signals__),
+    // the orchestrator's FINAL outcome kept as an object, and why a version was the one that ran.
+    sql: `
+CREATE TABLE thread_inbox (
+  id            INTEGER PRIMARY KEY,
+  thread_id     TEXT NOT NULL REFERENCES threads(thread_id),
+  content       TEXT NOT NULL,
+  created_at    TEXT NOT NULL,
+  delivered_at  TEXT
+);
+CREATE INDEX thread_inbox_open ON thread_inbox(thread_id, delivered_at, id);
+ALTER TABLE threads ADD COLUMN final_outcome TEXT;
+ALTER TABLE threads ADD COLUMN orchestrator_why TEXT;
+`,
+  },
 ];
