@@ -15,6 +15,7 @@ export const ThreadEvent = {
   MessageInjected: "thread.message_injected",
   TransitionRequested: "thread.transition_requested",
   SkillsActive: "thread.skills_active",
+  GrantRevoked: "grant.revoked",
   OrchestratorFallback: "orchestrator.fallback",
   OrchestratorSaved: "orchestrator.saved",
   MissionFired: "mission.fired",

@@ -220,3 +220,25 @@ describe("cancel and budgets", () => {
     expect(b.thread.reason).toBe("budget exhausted: cost $3.0000 of $2.5 used");
   });
 });
+
+describe("orchestrator save checks behaviour", () => {
+  it("a script that only reaches completed is refused with the first failing check named", async () => {
+    const { selfTestOrchestrator } = await import("./proposals.js");
+    const onlyCompletes = 'FINAL({"outcome": "completed", "response": "done"})\n';
+    expect((await selfTestOrchestrator(onlyCompletes))[0]).toBe(
+      'plain answer: the answer is "done", want text containing "42"',
+    );
+    // Answers right but never runs the tools the model asked for.
+    const noTools =
+      'r = __llm_complete__(None, actions, None)\nwhile r["type"] == "actions":\n    r = __llm_complete__(None, actions, None)\nFINAL({"outcome": "completed", "response": r["content"]})\n';
+    expect((await selfTestOrchestrator(noTools))[0]).toBe(
+      "one tool call then an answer: the expected tool selftest_echo did not run",
+    );
+    // Runs only the first of several calls: the others get "not run" results, and the check names the tools.
+    const firstOnly =
+      'r = __llm_complete__(None, actions, None)\nwhile r["type"] == "actions":\n    c = r["calls"][0]\n    __execute_action__(c["name"], c["params"], call_id=c["call_id"])\n    r = __llm_complete__(None, actions, None)\nFINAL({"outcome": "completed", "response": r["content"]})\n';
+    expect((await selfTestOrchestrator(firstOnly))[0]).toBe(
+      "parallel tool calls: tools ran [selftest_echo], want [selftest_echo, selftest_echo]",
+    );
+  });
+});

@@ -58,6 +58,7 @@ describe("thread states", () => {
       "thread.message_injected",
       "thread.transition_requested",
       "thread.skills_active",
+      "grant.revoked",
       "orchestrator.fallback",
       "orchestrator.saved",
       "mission.fired",

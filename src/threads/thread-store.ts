@@ -153,6 +153,24 @@ export class ThreadStore extends ThreadRecords {
     );
   }
 
+  /** Removes a standing grant; returns whether there was one. */
+  revokeGrant(action: string, project: string): boolean {
+    return (
+      this.sql("DELETE FROM action_grants WHERE action = ? AND project = ?").run(action, project).changes > 0
+    );
+  }
+
+  grants(): { action: string; project: string; approval_id: string; created_at: string }[] {
+    return this.sql(
+      "SELECT action, project, approval_id, created_at FROM action_grants ORDER BY created_at",
+    ).all() as {
+      action: string;
+      project: string;
+      approval_id: string;
+      created_at: string;
+    }[];
+  }
+
   addGrant(action: string, project: string, approvalId: string): void {
     this.sql(
       "INSERT INTO action_grants (action, project, approval_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
