@@ -260,6 +260,7 @@ function requestApproval(s: CheckpointScope, call: ActionCall): ApprovalRow {
     reason: null,
     created_at: threads.now(),
     decided_at: null,
+    expires_ms: (s.d.nowMs ?? Date.now)() + s.d.config.approvalTtlMs,
   };
   threads.tx(() => {
     threads.insertApproval(row);
@@ -296,10 +297,26 @@ export async function awaitApproval(
     if (r === "cancelled") return stop("failed", "cancelled");
     a = threads.approval(a.approval_id)!;
   }
+  if (a.status === "pending" || a.status === "expired") {
+    // Only an expired request is still undecided here.
+    threads.expireApproval(a.approval_id);
+    a = threads.approval(a.approval_id)!;
+  }
   threads.tx(() => {
     if (threads.require(s.threadId).state === "waiting" && threads.pendingApprovals(s.threadId).length === 0)
       threads.transition(s.threadId, "running", { reason: `approval ${a.status}: ${call.action}` });
   });
+  if (a.status === "expired")
+    return {
+      kind: "outcome",
+      outcome: refusal(
+        s,
+        call,
+        "refused",
+        "expired",
+        `the approval ${a.approval_id} for action ${call.action} expired before anyone decided it`,
+      ),
+    };
   if (a.status === "denied")
     return {
       kind: "outcome",

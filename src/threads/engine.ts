@@ -281,6 +281,8 @@ export class Driver {
     for (;;) {
       const a = threads.approval(approvalId);
       if (a && a.status !== "pending") return "decided";
+      // An expired request counts as decided: the checkpoint ends the call as refused.
+      if (a?.expires_ms && this.#now() >= a.expires_ms) return "decided";
       if (threads.require(this.threadId).cancel_requested) return "cancelled";
       if (this.#now() >= until || this.#d.signal?.aborted) return "released";
       await sleep(APPROVAL_POLL_MS);

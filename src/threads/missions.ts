@@ -238,7 +238,7 @@ export async function dispatchMissions(svc: MissionHost): Promise<MissionReport[
         });
         toRun.push(m);
       }
-      threads.transition(source.thread_id, "done", { expect: ["completed"], reason: null });
+      threads.transition(source.thread_id, "done", { expect: ["completed"] });
     });
     for (const m of toRun) {
       const goal = `${GOALS[m]}\n\n${trace(svc, source)}`;

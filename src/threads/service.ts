@@ -283,7 +283,7 @@ export class ThreadService {
     opts: { approvalId?: string; always?: boolean; by?: string; reason?: string },
   ): { approval: ApprovalRow; driven: boolean } {
     const approval = this.threads.tx(() => {
-      const a = approvalToDecide(this.threads, threadId, opts.approvalId);
+      const a = approvalToDecide(this.threads, threadId, opts.approvalId, this.#nowMs());
       const by = opts.by ?? (process.env.USER || "cli");
       this.threads.decideApproval(a.approval_id, status, Boolean(opts.always), by, opts.reason ?? null);
       const t = this.threads.require(threadId);

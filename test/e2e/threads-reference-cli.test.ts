@@ -129,6 +129,28 @@ describe.each(["default.py", "default-7f87d17.py"])("reference orchestrator %s t
   });
 });
 
+describe("one gate, two deciders", () => {
+  it("two `thread approve` processes at once on one gate: exactly one succeeds, the call runs once", async () => {
+    const { ws, env, appendFile } = await setup("default.py");
+    const waiting = startRatchet(["thread", "start", "append a line", "--json"], { cwd: ws.dir, env });
+    cleanups.push(() => {
+      if (waiting.child.exitCode === null && waiting.child.signalCode === null) waiting.child.kill("SIGKILL");
+    });
+    await waitFor(() => existsSync(ws.dbPath) && state(ws)?.state === "waiting", "the thread to wait");
+    const id = state(ws)!.thread_id;
+    expect((await ws.run(["thread", "inject", id, "also say thanks"], { env })).status).toBe(0);
+    const deciders = [0, 1].map(() =>
+      startRatchet(["thread", "approve", id, "--no-resume", "--json"], { cwd: ws.dir, env }),
+    );
+    const results = await Promise.all(deciders.map((d) => d.done));
+    expect(results.map((r) => r.status).sort()).toEqual([0, 4]);
+    expect(results.find((r) => r.status === 4)!.stderr).toMatch(/already approved|no pending approval/);
+    const end = await waiting.done;
+    expect(end.status).toBe(0);
+    expect(lines(appendFile)).toEqual(["exactly once"]);
+  });
+});
+
 describe("inject over HTTP", () => {
   it("POST /api/threads/:id/inject reaches a waiting thread run by the original's script", async () => {
     const { ws, env, appendFile, requests } = await setup("default.py");

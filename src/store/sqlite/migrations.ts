@@ -364,7 +364,8 @@ DROP INDEX plans_created;
     id: 7,
     name: "thread_inbox",
     // Threads: messages a person injects into a running thread (delivered by __check_signals__),
-    // the orchestrator's FINAL outcome kept as an object, and why a version was the one that ran.
+    // the orchestrator's FINAL outcome kept as an object, why a version was the one that ran, and
+    // when an approval request expires.
     sql: `
 CREATE TABLE thread_inbox (
   id            INTEGER PRIMARY KEY,
@@ -376,6 +377,7 @@ CREATE TABLE thread_inbox (
 CREATE INDEX thread_inbox_open ON thread_inbox(thread_id, delivered_at, id);
 ALTER TABLE threads ADD COLUMN final_outcome TEXT;
 ALTER TABLE threads ADD COLUMN orchestrator_why TEXT;
+ALTER TABLE thread_approvals ADD COLUMN expires_ms INTEGER;
 `,
   },
 ];
