@@ -10,8 +10,7 @@
  */
 import { CODE_CALL_PREFIX } from "./checkpoint.js";
 import { ThreadEvent } from "./events.js";
-import type { HostCalls } from "./host.js";
-import type { HostContext, HostResult } from "./host-types.js";
+import type { CodeStepHost, HostContext, HostResult } from "./host-types.js";
 import {
   CODE_STEP_MAX_ALLOCATIONS,
   CODE_STEP_MAX_DURATION_SECS,
@@ -33,7 +32,7 @@ function queryPrompt(prompt: unknown, context: unknown): string {
 }
 
 export async function runCodeStep(
-  h: HostCalls,
+  h: CodeStepHost,
   code: string,
   state: unknown,
   ctx: HostContext,

@@ -84,3 +84,18 @@ export interface EngineDeps {
   /** Runs `goal` as a child thread to its end (`rlm_query` in a code step). */
   subAgent?: (goal: string, parentThreadId: string) => Promise<{ ok: boolean; answer: string }>;
 }
+
+/** What a code step needs of the host (host.ts implements it; code-step.ts does not import host.ts). */
+export interface CodeStepHost {
+  readonly d: EngineDeps;
+  readonly threadId: string;
+  addUsage(input: number, output: number): number;
+  /** Runs one action of the code through the checkpoint; its writes commit at once. */
+  executeForCode(call: { callId: string; action: string; args: Record<string, unknown> }): Promise<
+    | {
+        result: { action_name: string; output: unknown; is_error: boolean; duration_ms: number };
+        status: string;
+      }
+    | { stop: string; reason: string }
+  >;
+}

@@ -198,10 +198,11 @@ describe.each(["built-in", "default.py"])("loop behaviours (%s orchestrator)", (
   it("skills: ranked by score, at most three, within the token budget; curly apostrophes fold", async () => {
     kit = await kitFor({ turns: [], default: { text: "ok" } });
     const { svc } = kit;
-    // Score 30 (keyword cap), 20 (pattern), 10, 5 (substring), and one too big for the budget.
+    // Scores 30 (keyword cap), 20 (pattern), 8 (a phrase with a curly apostrophe in the goal + a
+    // tag), 5 (substring), and one too big for the budget.
     addSkill(svc, { name: "capped", content: "CAPPED", keywords: ["deploy", "prod", "release", "ship"] });
     addSkill(svc, { name: "pattern", content: "PATTERN", patterns: ["ticket-\\d+"] });
-    addSkill(svc, { name: "ceo", content: "CEO", keywords: ["i'm a ceo"] });
+    addSkill(svc, { name: "ceo", content: "CEO", keywords: ["i'm a ceo"], tags: ["ceo"] });
     addSkill(svc, { name: "fourth", content: "FOURTH", keywords: ["rod"] });
     addSkill(svc, { name: "huge", content: "H".repeat(40_000), keywords: ["deploy", "prod", "release"] });
     const r = await svc.start("I’m a CEO: deploy prod release ship for ticket-7");
