@@ -76,6 +76,15 @@ export class Driver {
   readonly #now: () => number;
   readonly #host: HostCalls;
   #seq = 0;
+  /** Answers of the host calls made after the saved VM, to hand back on resume (call order). */
+  #replay: { seq: number; call_name: string; answer: string }[] = [];
+  /** Whether the thread has a saved VM (then writes and reads are journaled instead of saved). */
+  #hasSnapshot = false;
+  /**
+   * Reads since the last write, journaled with the next write (a crash before it loses nothing
+   * that matters: no later answer depends on them).
+   */
+  #reads: { seq: number; name: string; answer: string }[] = [];
   #lastHostError: string | null = null;
   #version = 0;
 
@@ -148,6 +157,8 @@ export class Driver {
         }
         // An unanswered call is issued again under its own number (ids made from it stay the same).
         this.#seq = cp.answered ? cp.seq : cp.seq - 1;
+        this.#hasSnapshot = true;
+        this.#replay = cp.answered ? threads.journalAfter(this.threadId, cp.seq) : [];
         try {
           vm = this.#vm.restore(cp.vm);
           if (cp.answered) {
@@ -230,37 +241,74 @@ export class Driver {
       if (row.cancel_requested) return this.#fail("cancelled");
       if (this.#d.signal?.aborted) return this.#suspend();
       const seq = ++this.#seq;
-      const args = JSON.stringify({ args: p.args, kwargs: p.kwargs });
+      // Resuming: the calls made after the saved VM get their recorded answers (the script is
+      // deterministic given its answers), their effects are not made again.
+      const replayed = this.#replay.shift();
+      if (replayed) {
+        if (replayed.seq !== seq || replayed.call_name !== p.name)
+          return this.#fail(
+            `resume diverged: the journal has ${replayed.call_name} as host call #${replayed.seq}, the script made ${p.name} (#${seq})`,
+          );
+        const a = JSON.parse(replayed.answer) as HostAnswer;
+        try {
+          vm = "error" in a ? vm.raise(a.error.type, a.error.message) : vm.resume(a.value);
+        } catch (e) {
+          return this.#orchestratorFailed(e);
+        }
+        continue;
+      }
+      const args =
+        EXTERNAL.has(p.name) || !this.#hasSnapshot ? JSON.stringify({ args: p.args, kwargs: p.kwargs }) : "";
       if (EXTERNAL.has(p.name)) {
-        threads.saveCheckpoint({
-          thread_id: this.threadId,
-          seq,
-          vm: vm.dump(),
-          call_name: p.name,
-          call_args: args,
-          answered: 0,
-          answer: null,
+        const bytes = vm.dump();
+        threads.tx(() => {
+          threads.saveCheckpoint({
+            thread_id: this.threadId,
+            seq,
+            vm: bytes,
+            call_name: p.name,
+            call_args: args,
+            answered: 0,
+            answer: null,
+          });
+          threads.clearJournal(this.threadId);
         });
+        this.#hasSnapshot = true;
+        this.#reads = [];
       }
       const current = vm;
+      let committed = false;
       const ctx: HostContext = {
         seq,
         commit: (answer, effects) =>
           threads.tx(() => {
             effects?.();
-            threads.saveCheckpoint({
-              thread_id: this.threadId,
-              seq,
-              vm: current.dump(),
-              call_name: p.name,
-              call_args: args,
-              answered: 1,
-              answer: JSON.stringify(answer),
-            });
+            committed = true;
+            const text = JSON.stringify(answer);
+            if (EXTERNAL.has(p.name)) threads.markAnswered(this.threadId, seq, text);
+            else if (this.#hasSnapshot) {
+              for (const r of this.#reads.splice(0)) threads.journal(this.threadId, r.seq, r.name, r.answer);
+              threads.journal(this.threadId, seq, p.name, text);
+            } else {
+              // Before the first saved VM, a write saves one (so the thread can be resumed).
+              threads.saveCheckpoint({
+                thread_id: this.threadId,
+                seq,
+                vm: current.dump(),
+                call_name: p.name,
+                call_args: args,
+                answered: 1,
+                answer: text,
+              });
+              this.#hasSnapshot = true;
+            }
             return answer;
           }),
       };
       const result: HostResult = await this.#host.dispatch(p.name, p.args, p.kwargs, ctx);
+      // A read is journaled too, so a resumed script sees the same answers and takes the same path.
+      if (!committed && !isStop(result) && this.#hasSnapshot && !EXTERNAL.has(p.name))
+        this.#reads.push({ seq, name: p.name, answer: JSON.stringify(result) });
       if (isStop(result)) {
         if (result.stop === "waiting") return { outcome: "waiting", thread: threads.require(this.threadId) };
         if (result.stop === "suspended") return this.#suspend();

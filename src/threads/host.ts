@@ -366,7 +366,7 @@ export class HostCalls {
         "ValueError",
         `__add_message__: role must be user, assistant, system or system_append (got ${rawRole})`,
       );
-    const last = this.d.threads.messages(this.threadId).at(-1);
+    const last = this.d.threads.lastMessage(this.threadId);
     const stored = role === "system_append" ? "system" : role;
     if (last && last.role === stored && last.content === content) return ctx.commit({ value: null });
     if (role === "assistant" && this.#lastReply) {

@@ -243,3 +243,53 @@ describe.each(["built-in", "default.py"])("loop behaviours (%s orchestrator)", (
     if (at("FLAKY") >= 0) expect(at("RELIABLE")).toBeLessThan(at("FLAKY"));
   });
 });
+
+describe("resume replays the journal", () => {
+  it("writes and reads after the saved VM are answered from the journal: nothing is done twice", async () => {
+    const ac = new AbortController();
+    kit = await makeKit(
+      { turns: [{ text: "first reply" }] },
+      {
+        service: {
+          signal: ac.signal,
+          onEvent: (e) => {
+            if (e.type === "skills") ac.abort();
+          },
+        },
+      },
+    );
+    kit.svc.versions.save(
+      [
+        "r = __llm_complete__(None, actions, None)",
+        '__add_message__("user", "after the reply")',
+        '__emit_event__("step_completed", step=1)',
+        "b = __check_budget__()",
+        '__emit_event__("skill_activated", skill_names="a")',
+        '__add_message__("user", "after the resume " + str(b["ok"]))',
+        'FINAL({"outcome": "completed", "response": r["content"]})',
+        "",
+      ].join("\n"),
+      montyVm,
+    );
+    const first = await kit.svc.start("journal");
+    expect(first.outcome).toBe("suspended");
+    const id = first.thread.thread_id;
+    const journaled = kit.svc.threads.journalAfter(id, 0).map((j) => j.call_name);
+    expect(journaled).toEqual(["__add_message__", "__emit_event__", "__check_budget__", "__emit_event__"]);
+    const again = new ThreadService({ store: kit.store, config: kit.svc.config });
+    const r = await again.resume(id);
+    expect(r.outcome).toBe("completed");
+    expect(r.thread.final_result).toBe("first reply");
+    expect(r.thread.step_count).toBe(1);
+    const users = again.threads
+      .messages(id)
+      .filter((m) => m.role === "user")
+      .map((m) => m.content);
+    expect(users).toEqual(["journal", "after the reply", "after the resume True"]);
+    const activated = kit.store
+      .listEvents({ entityKind: "thread", entityId: id })
+      .filter((e) => e.type === "thread.skill_activated");
+    expect(activated).toHaveLength(1);
+    expect(kit.model.requests()).toHaveLength(1);
+  });
+});

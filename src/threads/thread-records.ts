@@ -248,6 +248,12 @@ export class ThreadRecords {
     });
   }
 
+  lastMessage(threadId: string): MessageRow | undefined {
+    return this.sql("SELECT * FROM thread_messages WHERE thread_id = ? ORDER BY id DESC LIMIT 1").get(
+      threadId,
+    ) as MessageRow | undefined;
+  }
+
   messages(threadId: string): MessageRow[] {
     return this.sql("SELECT * FROM thread_messages WHERE thread_id = ? ORDER BY id").all(
       threadId,
@@ -325,6 +331,31 @@ export class ThreadRecords {
          call_args = excluded.call_args, answered = excluded.answered, answer = excluded.answer,
          script_state = COALESCE(excluded.script_state, thread_checkpoints.script_state), updated_at = excluded.updated_at`,
     ).run({ script_state: null, ...c, updated_at: this.now() });
+  }
+
+  /** Marks the saved VM's pending call answered, without writing the VM again. */
+  markAnswered(threadId: string, seq: number, answer: string): void {
+    this.sql(
+      "UPDATE thread_checkpoints SET answered = 1, answer = ?, updated_at = ? WHERE thread_id = ? AND seq = ?",
+    ).run(answer, this.now(), threadId, seq);
+  }
+
+  /** Records the answer of a host call made after the saved VM (replayed on resume). */
+  journal(threadId: string, seq: number, callName: string, answer: string): void {
+    this.sql(
+      "INSERT OR REPLACE INTO thread_journal (thread_id, seq, call_name, answer) VALUES (?, ?, ?, ?)",
+    ).run(threadId, seq, callName, answer);
+  }
+
+  /** The journal after the saved VM, in call order. */
+  journalAfter(threadId: string, seq: number): { seq: number; call_name: string; answer: string }[] {
+    return this.sql(
+      "SELECT seq, call_name, answer FROM thread_journal WHERE thread_id = ? AND seq > ? ORDER BY seq",
+    ).all(threadId, seq) as { seq: number; call_name: string; answer: string }[];
+  }
+
+  clearJournal(threadId: string): void {
+    this.sql("DELETE FROM thread_journal WHERE thread_id = ?").run(threadId);
   }
 
   checkpoint(threadId: string): CheckpointRow | undefined {
