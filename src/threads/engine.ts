@@ -237,8 +237,7 @@ export class Driver {
       if (p.kind === "done") return this.#finished(p.output);
       if (++calls > MAX_HOST_CALLS)
         return this.#fail(`the orchestrator made more than ${MAX_HOST_CALLS} host calls`);
-      const row = threads.require(this.threadId);
-      if (row.cancel_requested) return this.#fail("cancelled");
+      if (threads.cancelRequested(this.threadId)) return this.#fail("cancelled");
       if (this.#d.signal?.aborted) return this.#suspend();
       const seq = ++this.#seq;
       // Resuming: the calls made after the saved VM get their recorded answers (the script is
@@ -331,7 +330,7 @@ export class Driver {
       if (a && a.status !== "pending") return "decided";
       // An expired request counts as decided: the checkpoint ends the call as refused.
       if (a?.expires_ms && this.#now() >= a.expires_ms) return "decided";
-      if (threads.require(this.threadId).cancel_requested) return "cancelled";
+      if (threads.cancelRequested(this.threadId)) return "cancelled";
       if (this.#now() >= until || this.#d.signal?.aborted) return "released";
       await sleep(APPROVAL_POLL_MS);
     }

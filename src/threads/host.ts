@@ -329,7 +329,7 @@ export class HostCalls {
   /** `None`, `"stop"` (cancel requested), or `{"inject": text}` for the oldest message injected and not yet delivered. */
   checkSignals(ctx: HostContext): HostResult {
     const { threads } = this.d;
-    if (threads.require(this.threadId).cancel_requested) return { value: "stop" };
+    if (threads.cancelRequested(this.threadId)) return { value: "stop" };
     const next = threads.nextInjected(this.threadId);
     if (!next) return { value: null };
     return ctx.commit({ value: { inject: next.content } }, () => {

@@ -146,6 +146,14 @@ export class ThreadRecords {
     return t;
   }
 
+  /** Whether a cancel was asked (a narrow read: the driver asks before every host call). */
+  cancelRequested(threadId: string): boolean {
+    const r = this.sql("SELECT cancel_requested FROM threads WHERE thread_id = ?").get(threadId) as
+      | { cancel_requested: number }
+      | undefined;
+    return r?.cancel_requested === 1;
+  }
+
   list(q: { state?: string; kind?: string; limit?: number } = {}): ThreadRow[] {
     const where: string[] = [];
     const args: unknown[] = [];
