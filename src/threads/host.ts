@@ -77,6 +77,9 @@ export function scriptRegex(pattern: string): RegExp | null {
 export class HostCalls {
   /** The assistant text of the last completion (so a script's `__add_message__` of it is not stored twice). */
   #lastReply: { text: string; code: string | null } | null = null;
+  /** Every call in messages up to this id has its result. */
+  #filledThrough = 0;
+  #rows: MessageRow[] = [];
 
   constructor(
     readonly d: EngineDeps,
@@ -189,7 +192,14 @@ export class HostCalls {
 
   /** Every tool call of the conversation without a result gets one (an error saying it did not run). */
   fillMissingResults(why: string): void {
-    this.d.threads.fillMissingResults(this.threadId, why);
+    this.#filledThrough = this.d.threads.fillMissingResults(this.threadId, why, this.#filledThrough);
+  }
+
+  /** The thread's stored messages; read once, then only the new ones (messages are append-only). */
+  conversation(): MessageRow[] {
+    const last = this.#rows.at(-1)?.id ?? 0;
+    this.#rows.push(...this.d.threads.messagesAfter(this.threadId, last));
+    return this.#rows;
   }
 
   /** Accounts tokens and their cost on the thread; returns the cost. */
@@ -219,7 +229,7 @@ export class HostCalls {
     this.fillMissingResults("not run: the orchestrator moved on without running this call");
     const { threads } = this.d;
     const own = Array.isArray(rawMessages);
-    const conv = own ? scriptMessagesToModel(rawMessages) : toModelMessages(threads.messages(this.threadId));
+    const conv = own ? scriptMessagesToModel(rawMessages) : toModelMessages(this.conversation());
     const tools: ToolDef[] =
       config.force_text === true
         ? []

@@ -262,6 +262,13 @@ export class ThreadRecords {
     ) as MessageRow | undefined;
   }
 
+  messagesAfter(threadId: string, afterId: number): MessageRow[] {
+    return this.sql("SELECT * FROM thread_messages WHERE thread_id = ? AND id > ? ORDER BY id").all(
+      threadId,
+      afterId,
+    ) as MessageRow[];
+  }
+
   messages(threadId: string): MessageRow[] {
     return this.sql("SELECT * FROM thread_messages WHERE thread_id = ? ORDER BY id").all(
       threadId,
@@ -277,9 +284,13 @@ export class ThreadRecords {
     );
   }
 
-  /** Every tool call of the conversation without a result gets one: an error saying why it did not run. */
-  fillMissingResults(threadId: string, why: string): void {
-    const rows = this.messages(threadId);
+  /**
+   * Every tool call of the conversation without a result gets one: an error saying why it did not
+   * run. Only messages after `afterId` are looked at (results always follow their call). Returns
+   * the id below which every call has its result, for the next look.
+   */
+  fillMissingResults(threadId: string, why: string, afterId = 0): number {
+    const rows = this.messagesAfter(threadId, afterId);
     const answered = new Set(rows.filter((m) => m.role === "tool").map((m) => m.call_id));
     const open: { id: string; name: string }[] = [];
     for (const m of rows) {
@@ -287,21 +298,22 @@ export class ThreadRecords {
       for (const c of JSON.parse(m.tool_calls) as { id: string; name: string }[])
         if (!answered.has(c.id)) open.push(c);
     }
-    if (open.length === 0) return;
-    this.tx(() => {
-      for (const c of open) {
-        if (this.hasResult(threadId, c.id)) continue;
-        this.addMessage({
-          thread_id: threadId,
-          role: "tool",
-          content: why,
-          tool_calls: null,
-          call_id: c.id,
-          tool_name: c.name,
-          is_error: 1,
-        });
-      }
-    });
+    if (open.length > 0)
+      this.tx(() => {
+        for (const c of open) {
+          if (this.hasResult(threadId, c.id)) continue;
+          this.addMessage({
+            thread_id: threadId,
+            role: "tool",
+            content: why,
+            tool_calls: null,
+            call_id: c.id,
+            tool_name: c.name,
+            is_error: 1,
+          });
+        }
+      });
+    return this.lastMessage(threadId)?.id ?? afterId;
   }
 
   // --- injected messages --------------------------------------------------------------------
