@@ -20,11 +20,12 @@ export async function orchestratorList(o: ThreadGlobals & { json?: boolean }): P
   return withService(
     o,
     (svc) => {
-      const active = svc.versions.active().version;
+      const active = svc.versions.active({ selfModify: svc.config.selfModify });
       const rows = svc.versions.list().map((v) => ({
         version: v.version,
         source: v.source,
-        active: v.version === active,
+        origin: v.origin,
+        active: v.version === active.version,
         consecutive_failures: v.consecutive_failures,
         total_failures: v.total_failures,
         disabled_reason: v.disabled_reason,
@@ -35,11 +36,15 @@ export async function orchestratorList(o: ThreadGlobals & { json?: boolean }): P
         created_at: p.created_at,
         ...JSON.parse(p.meta),
       }));
-      if (o.json) out(JSON.stringify({ versions: rows, proposals }));
+      if (o.json)
+        out(
+          JSON.stringify({ versions: rows, active: { version: active.version, why: active.why }, proposals }),
+        );
       else {
+        out(`active: v${active.version} (${active.why})`);
         for (const r of rows)
           out(
-            `v${r.version}${r.active ? " (active)" : ""}  ${r.source}  failures ${r.consecutive_failures}/${r.total_failures}${r.disabled_reason ? `  disabled: ${r.disabled_reason}` : ""}`,
+            `v${r.version}${r.active ? " (active)" : ""}  ${r.source} (${r.origin})  failures ${r.consecutive_failures}/${r.total_failures}${r.disabled_reason ? `  disabled: ${r.disabled_reason}` : ""}`,
           );
         for (const p of proposals)
           out(

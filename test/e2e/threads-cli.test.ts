@@ -188,6 +188,7 @@ describe("ratchet thread (e2e)", () => {
       {
         version: 0,
         source: "builtin",
+        origin: "builtin",
         active: true,
         consecutive_failures: 0,
         total_failures: 0,
