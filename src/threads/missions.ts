@@ -57,7 +57,8 @@ interface Facts {
 /** Which missions a completed thread fires (pure). */
 export function missionsFor(f: Facts): Mission[] {
   const out: Mission[] = [];
-  if (f.thread.kind.startsWith("mission:") || f.thread.kind === "test") return out;
+  if (f.thread.kind.startsWith("mission:") || f.thread.kind === "test" || f.thread.kind === "subagent")
+    return out;
   if (f.failedActions > 0) out.push(Mission.SelfImprovement);
   if (f.thread.step_count >= PLAYBOOK_MIN_STEPS && f.actions >= PLAYBOOK_MIN_ACTIONS)
     out.push(Mission.PlaybookExtraction);

@@ -293,3 +293,38 @@ describe("resume replays the journal", () => {
     expect(kit.model.requests()).toHaveLength(1);
   });
 });
+
+describe("code steps", () => {
+  it("llm_query_batched asks concurrently; rlm_query runs a child thread as a sub-agent", async () => {
+    kit = await makeKit({
+      turns: [
+        {
+          text: [
+            "```repl",
+            'answers = llm_query_batched(["first question", "second question"])',
+            'sub = rlm_query("the sub task")',
+            'print("state has", len(state))',
+            'FINAL(answers[0] + "," + answers[1] + "," + sub)',
+            "```",
+          ].join("\n"),
+        },
+        { match: { contains: "first question" }, text: "one" },
+        { match: { contains: "second question" }, text: "two" },
+        { match: { contains: "the sub task" }, text: "sub done" },
+      ],
+    });
+    const r = await kit.svc.start("ask around");
+    expect(r.outcome).toBe("completed");
+    expect(r.thread.final_result).toBe("one,two,sub done");
+    const child = kit.svc.threads.list().find((t) => t.kind === "subagent")!;
+    expect(child).toMatchObject({
+      parent_thread_id: r.thread.thread_id,
+      state: "done",
+      final_result: "sub done",
+    });
+    const ev = kit.store
+      .listEvents({ entityKind: "thread", entityId: r.thread.thread_id })
+      .find((e) => e.type === "thread.code_step");
+    expect(JSON.parse(ev!.payload)).toMatchObject({ error: null, final: true });
+  });
+});
