@@ -129,6 +129,35 @@ describe.each(SCRIPTS)("reference orchestrator %s, stored unmodified", (name) =>
     expect(toolResults(kit, r.thread.thread_id)).toEqual([["d1", "action append is denied by policy", 1]]);
   });
 
+  it("a call a person denies: is_error under its call id with who and why, the tool never runs", async () => {
+    kit = await withReference(
+      name,
+      {
+        turns: [
+          { tool_calls: [{ id: "n1", name: "append", arguments: { line: "no" } }] },
+          { text: "The append was denied." },
+        ],
+      },
+      { policy: { default: "allow", rules: [{ action: "append", decision: "require_approval" }] } },
+    );
+    const running = kit.svc.start("append a line");
+    const store = SqliteStore.open(join(kit.dir, "ratchet.db"));
+    others.push(store);
+    const other = new ThreadService({ store });
+    let id: string | undefined;
+    for (let i = 0; i < 400 && !id; i++) {
+      const t = other.threads.list()[0];
+      if (t?.state === "waiting") id = t.thread_id;
+      else await new Promise((res) => setTimeout(res, 25));
+    }
+    other.deny(id!, { by: "reviewer", reason: "not today" });
+    const r = await running;
+    expect(r.outcome).toBe("completed");
+    expect(r.thread.final_result).toBe("The append was denied.");
+    expect(existsSync(kit.appendFile)).toBe(false);
+    expect(toolResults(kit, id!)).toEqual([["n1", "action append was denied by reviewer: not today", 1]]);
+  });
+
   it("a code step that uses llm_query and ends with FINAL", async () => {
     kit = await withReference(name, {
       turns: [
