@@ -1,8 +1,9 @@
 /**
  * `ratchet orchestrator …` and `ratchet skills …`. Loaded lazily by main.ts.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { ErrorCode, RatchetError } from "../core/index.js";
+import { resolveWorkspace, SqliteStore } from "../store/index.js";
 import {
   acceptProposal,
   addSkill,
@@ -14,7 +15,7 @@ import {
   showSkill,
 } from "../threads/index.js";
 import { out } from "./io.js";
-import { type ThreadGlobals, withService } from "./thread-commands.js";
+import { type ThreadGlobals, threadServiceFor, withService } from "./thread-commands.js";
 
 export async function orchestratorList(o: ThreadGlobals & { json?: boolean }): Promise<number> {
   return withService(
@@ -198,4 +199,26 @@ export async function skillsShow(id: string, o: ThreadGlobals & { json?: boolean
     }
     return 0;
   })();
+}
+
+/**
+ * The line `ratchet doctor` prints about threads: which orchestrator version new threads run and
+ * why. Null outside a workspace or before its store exists (doctor reads, never creates).
+ */
+export function threadsDoctorLine(): { version: number; why: string; self_modify: boolean } | null {
+  let ws: ReturnType<typeof resolveWorkspace>;
+  try {
+    ws = resolveWorkspace({});
+  } catch {
+    return null;
+  }
+  if (!existsSync(ws.dbPath)) return null;
+  const store = SqliteStore.open(ws.dbPath);
+  try {
+    const svc = threadServiceFor(store, ws.dir, {}, { withTools: false });
+    const a = svc.versions.active({ selfModify: svc.config.selfModify });
+    return { version: a.version, why: a.why, self_modify: svc.config.selfModify };
+  } finally {
+    store.close();
+  }
 }
