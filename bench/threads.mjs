@@ -59,7 +59,9 @@ async function timedThread(label) {
   const run = await svc.start(`tick until done (${label})`);
   const ms = performance.now() - t0;
   if (run.outcome !== "completed" || run.thread.step_count !== STEPS)
-    throw new Error(`bench thread (${label}) ended ${run.outcome} after ${run.thread.step_count} steps: ${run.thread.reason}`);
+    throw new Error(
+      `bench thread (${label}) ended ${run.outcome} after ${run.thread.step_count} steps: ${run.thread.reason}`,
+    );
   return { ms, run };
 }
 const builtin = await timedThread("built-in");
@@ -113,7 +115,13 @@ const answers = {
   __add_message__: null,
   __get_actions__: actionsList,
   __check_signals__: null,
-  __check_budget__: { tokens_remaining: 1e6, time_remaining_ms: 1e6, usd_remaining: 5, ok: true, reason: null },
+  __check_budget__: {
+    tokens_remaining: 1e6,
+    time_remaining_ms: 1e6,
+    usd_remaining: 5,
+    ok: true,
+    reason: null,
+  },
   __llm_complete__: {
     type: "actions",
     content: "",
