@@ -7,7 +7,8 @@
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ThreadEvent } from "./events.js";
-import { countSkillUse, type HostAnswer, HostCalls } from "./host.js";
+import { type HostAnswer, HostCalls } from "./host.js";
+import { countSkillUse } from "./host-skills.js";
 import {
   type DriveOutcome,
   type EngineDeps,

@@ -16,8 +16,9 @@ import {
   findLease,
 } from "./checkpoint.js";
 import { runCodeStep } from "./code-step.js";
-import { DocKind, parseMeta, parseTags } from "./documents.js";
+import { DocKind } from "./documents.js";
 import { ThreadEvent } from "./events.js";
+import { listSkillsForScript, recordSkillUsage, scriptRegex, setActiveSkills } from "./host-skills.js";
 import {
   type EngineDeps,
   type HostAnswer,
@@ -50,29 +51,6 @@ export const KNOWN_SCRIPT_EVENTS = new Set([
   "action_error",
   "tool_intent_nudge",
 ]);
-
-/** Python's regex syntax the scripts use → a JS RegExp (`(?i)` prefix, `(?P<name>…)`); null if invalid. */
-export function scriptRegex(pattern: string): RegExp | null {
-  let p = pattern;
-  let flags = "u";
-  const inline = /^\(\?([imsx]+)\)/.exec(p);
-  if (inline) {
-    p = p.slice(inline[0].length);
-    for (const f of inline[1]!) if (f !== "x" && !flags.includes(f)) flags += f;
-  }
-  p = p
-    .replace(/\(\?P<([A-Za-z_][A-Za-z0-9_]*)>/g, "(?<$1>")
-    .replace(/\(\?P=([A-Za-z_][A-Za-z0-9_]*)\)/g, "\\k<$1>");
-  try {
-    return new RegExp(p, flags);
-  } catch {
-    try {
-      return new RegExp(p, flags.replace("u", ""));
-    } catch {
-      return null;
-    }
-  }
-}
 
 export class HostCalls {
   /** The assistant text of the last completion (so a script's `__add_message__` of it is not stored twice). */
@@ -138,15 +116,15 @@ export class HostCalls {
       case "__get_actions__":
         return { value: await this.leasedActions() };
       case "__list_skills__":
-        return { value: this.skills() };
+        return { value: listSkillsForScript(this.d) };
       case "__record_skill_usage__":
-        return this.recordSkillUsage(str(arg(0, "doc_id")), Boolean(arg(1, "success")), ctx);
+        return recordSkillUsage(this.d, str(arg(0, "doc_id")), Boolean(arg(1, "success")), ctx);
       case "__regex_match__": {
         const re = scriptRegex(str(arg(0, "pattern")));
         return { value: re ? re.test(str(arg(1, "text"))) : false };
       }
       case "__set_active_skills__":
-        return this.setActiveSkills(arg(0, "doc_ids"), ctx);
+        return setActiveSkills(this.d, this.threadId, arg(0, "doc_ids"), ctx);
       case "FINAL":
         return this.final(arg(0, "outcome") ?? kwargs.result ?? kwargs.value, ctx);
       default:
@@ -451,74 +429,6 @@ export class HostCalls {
       }),
     );
   }
-
-  /** Skills in the original's shape (`metadata.activation`, `metrics`); mission-written ones are `extracted`. */
-  skills(): Record<string, unknown>[] {
-    return this.d.docs.list(DocKind.Skill).map((r) => {
-      const m = parseMeta(r);
-      const list = (k: string) => (Array.isArray(m[k]) ? (m[k] as string[]) : []);
-      const num = (k: string) => (typeof m[k] === "number" ? (m[k] as number) : 0);
-      const successes = num("success_count");
-      const failures = num("failure_count");
-      return {
-        doc_id: r.doc_id,
-        title: r.title,
-        content: r.content,
-        metadata: {
-          name: r.title,
-          version: r.version || 1,
-          description: typeof m.description === "string" ? m.description : "",
-          activation: {
-            keywords: list("keywords"),
-            exclude_keywords: list("excluded_keywords"),
-            patterns: list("patterns"),
-            tags: parseTags(r),
-            max_context_tokens:
-              typeof m.max_context_tokens === "number"
-                ? m.max_context_tokens
-                : Math.ceil(r.content.length / 4) + 1,
-          },
-          source: m.source === "learned" ? "extracted" : "authored",
-          trust: "trusted",
-          metrics: {
-            uses: num("usage_count"),
-            successes,
-            success_count: successes,
-            failure_count: failures,
-          },
-          code_snippets: [],
-        },
-      };
-    });
-  }
-
-  /** Counts a use of a skill (an unknown id is ignored). */
-  recordSkillUsage(docId: string, success: boolean, ctx: HostContext): HostResult {
-    const doc = this.d.docs.get(docId);
-    if (!doc || doc.kind !== DocKind.Skill) return { value: null };
-    return ctx.commit({ value: null }, () => countSkillUse(this.d, docId, success));
-  }
-
-  /** `__set_active_skills__(skills)`: ids (or dicts with `doc_id`); their use is counted when the thread ends. */
-  setActiveSkills(raw: unknown, ctx: HostContext): HostResult {
-    const items = Array.isArray(raw) ? raw : [];
-    const ids = items.map((x) => (typeof x === "string" ? x : str(obj(x).doc_id))).filter(Boolean);
-    const names = items.map((x) => (typeof x === "string" ? x : str(obj(x).name))).filter(Boolean);
-    return ctx.commit({ value: null }, () =>
-      this.d.threads.event(this.threadId, ThreadEvent.SkillsActive, { doc_ids: ids, names }),
-    );
-  }
-}
-
-/** Adds one use (and a success or a failure) to a skill's counters. */
-export function countSkillUse(d: Pick<EngineDeps, "docs">, docId: string, success: boolean): void {
-  const doc = d.docs.get(docId);
-  if (!doc || doc.kind !== DocKind.Skill) return;
-  const m = parseMeta(doc);
-  m.usage_count = ((m.usage_count as number) ?? 0) + 1;
-  const key = success ? "success_count" : "failure_count";
-  m[key] = ((m[key] as number) ?? 0) + 1;
-  d.docs.updateMeta(docId, m);
 }
 
 export type { HostAnswer };
