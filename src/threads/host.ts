@@ -8,13 +8,8 @@
  */
 import { ErrorCode } from "../core/index.js";
 import type { ToolDef } from "../model/index.js";
-import {
-  type ActionCall,
-  type ActionOutcome,
-  executeAction,
-  executeActions,
-  findLease,
-} from "./checkpoint.js";
+import { findLease } from "./action-keys.js";
+import { type ActionCall, type ActionOutcome, executeAction, executeActions } from "./checkpoint.js";
 import { runCodeStep } from "./code-step.js";
 import { DocKind } from "./documents.js";
 import { ThreadEvent } from "./events.js";
