@@ -6,10 +6,12 @@
 //  (b) Host calls per second: an orchestrator that calls `__add_message__` (a write: VM dump +
 //      one transaction) and `__check_signals__` (a read) in a loop. Baseline: the same loop in the
 //      same VM answered by a plain function (the interpreter's own pause/resume cost).
-//  (c) Memory per idle paused thread: 1,000 default orchestrators paused at an approval
-//      (`__execute_action__`), held in memory; heap + external growth per thread, and the bytes of
+//  (a) and (c) run the built-in orchestrator and the original engine's `default.py` (read from
+//      ../shared/specs/reference/ironclaw/, stored as a version) when it is there.
+//  (c) Memory per idle paused thread: 1,000 built-in orchestrators paused at an approval
+//      (`__execute_actions_parallel__`), held in memory; heap + external growth per thread, and the bytes of
 //      each saved VM. Baseline: the bytes of the same thread's conversation as JSON.
-import { mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fmt, ROOT, report } from "./lib.mjs";
@@ -36,7 +38,10 @@ const turns = [
   { text: "done", usage: { prompt_tokens: 50, completion_tokens: 2 } },
 ];
 const model = await startScriptedModel({ script: { turns } });
-const config = threads.compileThreadsConfig({ budget: { max_steps: STEPS + 10, max_tokens: 10_000_000 } });
+const config = threads.compileThreadsConfig({
+  budget: { max_steps: STEPS + 10, max_tokens: 10_000_000 },
+  leases: [{ actions: "*", uses: null }],
+});
 const svc = new threads.ThreadService({
   store,
   config,
@@ -45,18 +50,35 @@ const svc = new threads.ThreadService({
   missions: false,
 });
 
-// (a)
-let t = performance.now();
-const r = await svc.start("tick until done");
-const engineMs = performance.now() - t;
-if (r.outcome !== "completed" || r.thread.step_count !== STEPS)
-  throw new Error(`bench thread ended ${r.outcome}: ${r.thread.reason}`);
+// (a) — the built-in orchestrator, then the original engine's script stored as a version.
+const REFERENCE = join(ROOT, "..", "shared", "specs", "reference", "ironclaw", "default.py");
+const referenceCode = existsSync(REFERENCE) ? readFileSync(REFERENCE, "utf8") : null;
+async function timedThread(label) {
+  model.reset();
+  const t0 = performance.now();
+  const run = await svc.start(`tick until done (${label})`);
+  const ms = performance.now() - t0;
+  if (run.outcome !== "completed" || run.thread.step_count !== STEPS)
+    throw new Error(
+      `bench thread (${label}) ended ${run.outcome} after ${run.thread.step_count} steps: ${run.thread.reason}`,
+    );
+  return { ms, run };
+}
+const builtin = await timedThread("built-in");
+const engineMs = builtin.ms;
+let referenceMs = null;
+let referenceVersion = null;
+if (referenceCode) {
+  referenceVersion = svc.versions.save(referenceCode, threads.montyVm).version;
+  referenceMs = (await timedThread("default.py")).ms;
+  svc.versions.rollback(0, "bench: back to the built-in");
+}
 model.reset();
 const client = scriptedModelClient(model);
 const registry = createToolRegistry({ baseDir: ROOT });
 // The same conversation an agent loop has to send: it grows by one call and one result a step.
 const convo = [{ role: "user", content: "tick until done" }];
-t = performance.now();
+let t = performance.now();
 for (let i = 0; i < STEPS; i++) {
   const c = await client.complete({
     system: config.systemPrompt,
@@ -73,7 +95,7 @@ const directMs = performance.now() - t;
 await registry.close();
 
 // (b)
-const HOST = `n = 0\nwhile n < ${HOST_LOOPS}:\n    __add_message__("user", "x")\n    __check_signals__()\n    n += 1\nFINAL(n)\n{"outcome": "completed"}\n`;
+const HOST = `n = 0\nwhile n < ${HOST_LOOPS}:\n    __add_message__("user", "x" + str(n))\n    __check_signals__()\n    n += 1\nFINAL(n)\n{"outcome": "completed"}\n`;
 svc.versions.save(HOST, threads.montyVm);
 t = performance.now();
 const h = await svc.start("host calls");
@@ -85,43 +107,53 @@ let vm = threads.montyVm.start(HOST, { scriptName: "bare.py", inputs: {}, limits
 while (vm.progress.kind === "call") vm = vm.resume(null);
 const bareMs = performance.now() - t;
 
-// (c)
+// (c) — paused at the approval of the first tool call (the host waits inside the call).
+const actionsList = [{ name: "append", description: "append", params: { type: "object" } }];
 const answers = {
   __list_skills__: [],
+  __retrieve_docs__: [],
   __add_message__: null,
-  __get_actions__: [
-    { name: "append", description: "append", parameters: { type: "object" }, effect: "unknown" },
-  ],
+  __get_actions__: actionsList,
   __check_signals__: null,
-  __check_budget__: { ok: true, reason: null },
+  __check_budget__: {
+    tokens_remaining: 1e6,
+    time_remaining_ms: 1e6,
+    usd_remaining: 5,
+    ok: true,
+    reason: null,
+  },
   __llm_complete__: {
-    text: "",
-    action_calls: [{ call_id: "c1", name: "append", args: { line: "x" } }],
-    usage: {},
+    type: "actions",
+    content: "",
+    code: null,
+    calls: [{ call_id: "c1", name: "append", params: { line: "x" } }],
+    usage: { input_tokens: 1, output_tokens: 1, cost_usd: 0 },
     finish_reason: "tool-calls",
   },
 };
-const config0 = {
-  system_prompt: config.systemPrompt,
-  skill_budget_tokens: 2000,
-  max_skills: 3,
-  resumed: false,
-};
-function paused(i) {
-  let v = threads.montyVm.start(threads.DEFAULT_ORCHESTRATOR, {
-    scriptName: "orchestrator_v0.py",
-    inputs: { goal: `paused thread number ${i}: append a line`, config: config0 },
-    limits,
-  });
-  while (v.progress.kind === "call" && v.progress.name !== "__execute_action__")
+const inputs = (i) => ({
+  context: [
+    { role: "System", content: config.systemPrompt },
+    { role: "User", content: `paused thread number ${i}: append a line` },
+  ],
+  goal: `paused thread number ${i}: append a line`,
+  actions: actionsList,
+  state: {},
+  config: { max_iterations: 50, max_tokens: 200000, step_count: 0, skill_budget_tokens: 2000, max_skills: 3 },
+});
+const ACTION_CALLS = new Set(["__execute_action__", "__execute_actions_parallel__"]);
+function paused(code, i) {
+  let v = threads.montyVm.start(code, { scriptName: "orchestrator.py", inputs: inputs(i), limits });
+  while (v.progress.kind === "call" && !ACTION_CALLS.has(v.progress.name))
     v = v.resume(answers[v.progress.name] ?? null);
+  if (v.progress.kind !== "call") throw new Error("the orchestrator did not reach its tool call");
   return v;
 }
-paused(-1);
+paused(threads.DEFAULT_ORCHESTRATOR, -1);
 global.gc?.();
 const before = process.memoryUsage();
 const held = [];
-for (let i = 0; i < PAUSED; i++) held.push(paused(i));
+for (let i = 0; i < PAUSED; i++) held.push(paused(threads.DEFAULT_ORCHESTRATOR, i));
 global.gc?.();
 const after = process.memoryUsage();
 const perThread =
@@ -132,21 +164,29 @@ const perThread =
   PAUSED;
 const rssPer = (after.rss - before.rss) / PAUSED;
 const dumpBytes = held[0].dump().length;
+const referenceDumpBytes = referenceCode ? paused(referenceCode, 0).dump().length : null;
 const convoBytes = JSON.stringify([
   { role: "user", content: "paused thread number 0: append a line" },
-  { role: "assistant", content: "", tool_calls: answers.__llm_complete__.action_calls },
+  { role: "assistant", content: "", tool_calls: answers.__llm_complete__.calls },
 ]).length;
 
 report("threads", {
   "(a) engine: steps/s (model reply + tool call each)": STEPS / (engineMs / 1000),
   "(a) baseline: same model + tool calls direct, /s": STEPS / (directMs / 1000),
   "(a) engine time ÷ direct time": engineMs / directMs,
+  ...(referenceMs === null
+    ? {}
+    : {
+        [`(a) original's default.py (v${referenceVersion}): steps/s`]: STEPS / (referenceMs / 1000),
+        "(a) original's default.py time ÷ direct time": referenceMs / directMs,
+      }),
   "(b) engine host calls/s (write + read pairs)": (2 * HOST_LOOPS) / (hostMs / 1000),
   "(b) baseline: bare VM pause/resume calls/s": (2 * HOST_LOOPS) / (bareMs / 1000),
   "(b) engine ÷ bare per host call": hostMs / bareMs,
   [`(c) RSS growth per paused thread (${PAUSED} held), KiB`]: rssPer / 1024,
   "(c) JS heap + external growth per paused thread, KiB": perThread / 1024,
   "(c) saved VM bytes per paused thread": dumpBytes,
+  ...(referenceDumpBytes === null ? {} : { "(c) saved VM bytes, original's default.py": referenceDumpBytes }),
   "(c) saved VM ÷ its conversation as JSON": dumpBytes / convoBytes,
   machine: "shared with other engineers' work (2 cores): re-measure on a quiet machine",
 });

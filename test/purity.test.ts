@@ -38,6 +38,9 @@ const PURE = [
   "src/threads/events.ts",
   "src/threads/limits.ts",
   "src/threads/orchestrator-default.ts",
+  "src/threads/script-names.ts",
+  "src/threads/llm-shapes.ts",
+  "src/threads/outcome.ts",
 ];
 
 const FORBIDDEN: [RegExp, string][] = [

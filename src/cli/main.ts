@@ -537,6 +537,21 @@ function addThreadCommands(
     );
   }
   thread
+    .command("inject <thread> <message>")
+    .description("queue a message for a running or waiting thread; its orchestrator gets it at its next step")
+    .option("--json", "machine-readable output")
+    .action(
+      act(async (id: string, message: string, o: O) =>
+        (await tc()).threadInject(id, message, { ...globals(), ...o }),
+      ),
+    );
+  thread
+    .command("revoke <action>")
+    .description("revoke the standing grant an --always approval gave an action (the next call asks again)")
+    .option("--project <name>", "the project of the grant (default: none)")
+    .option("--json", "machine-readable output")
+    .action(act(async (action: string, o: O) => (await tc()).threadRevoke(action, { ...globals(), ...o })));
+  thread
     .command("cancel <thread>")
     .description("cancel a thread (at once, or at its process's next host call)")
     .option("--reason <text>", "recorded as the thread's reason")

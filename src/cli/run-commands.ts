@@ -416,8 +416,11 @@ export async function cmdConfig(
 
 export async function cmdDoctor(opts: { json?: boolean }): Promise<number> {
   const report = await doctor();
-  if (opts.json) out(JSON.stringify(report, null, 2));
+  // Threads (issue 15): the orchestrator version new threads run, and why.
+  const threads = (await import("./thread-admin-commands.js")).threadsDoctorLine();
+  if (opts.json) out(JSON.stringify({ ...report, threads }, null, 2));
   else {
+    if (threads) out(`threads: orchestrator v${threads.version} runs (${threads.why})`);
     for (const t of report.tools) {
       const state = t.found ? "ok     " : t.required ? "MISSING" : "absent ";
       out(`${state} ${t.name.padEnd(8)} ${t.version ?? "-"}${t.path ? `  (${t.path})` : ""}  ${t.note}`);

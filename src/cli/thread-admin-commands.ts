@@ -1,8 +1,9 @@
 /**
  * `ratchet orchestrator …` and `ratchet skills …`. Loaded lazily by main.ts.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { ErrorCode, RatchetError } from "../core/index.js";
+import { resolveWorkspace, SqliteStore } from "../store/index.js";
 import {
   acceptProposal,
   addSkill,
@@ -14,17 +15,18 @@ import {
   showSkill,
 } from "../threads/index.js";
 import { out } from "./io.js";
-import { type ThreadGlobals, withService } from "./thread-commands.js";
+import { type ThreadGlobals, threadServiceFor, withService } from "./thread-commands.js";
 
 export async function orchestratorList(o: ThreadGlobals & { json?: boolean }): Promise<number> {
   return withService(
     o,
     (svc) => {
-      const active = svc.versions.active().version;
+      const active = svc.versions.active({ selfModify: svc.config.selfModify });
       const rows = svc.versions.list().map((v) => ({
         version: v.version,
         source: v.source,
-        active: v.version === active,
+        origin: v.origin,
+        active: v.version === active.version,
         consecutive_failures: v.consecutive_failures,
         total_failures: v.total_failures,
         disabled_reason: v.disabled_reason,
@@ -35,11 +37,15 @@ export async function orchestratorList(o: ThreadGlobals & { json?: boolean }): P
         created_at: p.created_at,
         ...JSON.parse(p.meta),
       }));
-      if (o.json) out(JSON.stringify({ versions: rows, proposals }));
+      if (o.json)
+        out(
+          JSON.stringify({ versions: rows, active: { version: active.version, why: active.why }, proposals }),
+        );
       else {
+        out(`active: v${active.version} (${active.why})`);
         for (const r of rows)
           out(
-            `v${r.version}${r.active ? " (active)" : ""}  ${r.source}  failures ${r.consecutive_failures}/${r.total_failures}${r.disabled_reason ? `  disabled: ${r.disabled_reason}` : ""}`,
+            `v${r.version}${r.active ? " (active)" : ""}  ${r.source} (${r.origin})  failures ${r.consecutive_failures}/${r.total_failures}${r.disabled_reason ? `  disabled: ${r.disabled_reason}` : ""}`,
           );
         for (const p of proposals)
           out(
@@ -193,4 +199,26 @@ export async function skillsShow(id: string, o: ThreadGlobals & { json?: boolean
     }
     return 0;
   })();
+}
+
+/**
+ * The line `ratchet doctor` prints about threads: which orchestrator version new threads run and
+ * why. Null outside a workspace or before its store exists (doctor reads, never creates).
+ */
+export function threadsDoctorLine(): { version: number; why: string; self_modify: boolean } | null {
+  let ws: ReturnType<typeof resolveWorkspace>;
+  try {
+    ws = resolveWorkspace({});
+  } catch {
+    return null;
+  }
+  if (!existsSync(ws.dbPath)) return null;
+  const store = SqliteStore.open(ws.dbPath);
+  try {
+    const svc = threadServiceFor(store, ws.dir, {}, { withTools: false });
+    const a = svc.versions.active({ selfModify: svc.config.selfModify });
+    return { version: a.version, why: a.why, self_modify: svc.config.selfModify };
+  } finally {
+    store.close();
+  }
 }

@@ -239,6 +239,43 @@ export async function threadCancel(
   })();
 }
 
+export async function threadInject(
+  id: string,
+  message: string,
+  o: ThreadGlobals & { json?: boolean },
+): Promise<number> {
+  return withService(o, (svc) => {
+    const r = svc.inject(id, message);
+    out(
+      o.json
+        ? JSON.stringify({
+            ok: true,
+            op: "thread-inject",
+            thread_id: id,
+            state: r.thread.state,
+            inbox_id: r.inboxId,
+          })
+        : `message queued for thread ${id} (${r.thread.state}); its orchestrator gets it at its next step`,
+    );
+    return 0;
+  })();
+}
+
+export async function threadRevoke(
+  action: string,
+  o: ThreadGlobals & { project?: string; json?: boolean },
+): Promise<number> {
+  return withService(o, (svc) => {
+    const r = svc.revoke(action, o.project ?? "");
+    out(
+      o.json
+        ? JSON.stringify({ ok: true, op: "thread-revoke", ...r })
+        : `grant for ${action}${r.project ? ` in project ${r.project}` : ""} revoked; the next call asks again`,
+    );
+    return 0;
+  })();
+}
+
 export async function threadList(
   o: ThreadGlobals & { state?: string; limit?: string; json?: boolean },
 ): Promise<number> {
@@ -267,7 +304,15 @@ export async function threadShow(id: string, o: ThreadGlobals & { json?: boolean
     out(
       `kind ${t.kind}  project ${t.project ?? "-"}  orchestrator v${t.orchestrator_version ?? "-"}  steps ${t.step_count}  tokens ${t.input_tokens}+${t.output_tokens}  cost $${t.cost_usd.toFixed(4)}`,
     );
+    if (t.orchestrator_version !== null)
+      out(
+        `orchestrator v${t.orchestrator_version} ran: ${d.orchestrator.why ?? "(chosen before this was recorded)"}`,
+      );
     if (t.final_result !== null) out(`result: ${t.final_result}`);
+    for (const p of d.pending)
+      out(
+        `waiting for approval ${p.approval_id}: ${p.action}(${JSON.stringify(p.args)}) call ${p.call_id} — ratchet thread approve ${t.thread_id} | deny`,
+      );
     for (const m of d.messages)
       out(
         `  [${m.role}${m.tool_name ? ` ${m.tool_name} ${m.call_id}` : ""}${m.is_error ? " error" : ""}] ${m.content.slice(0, 300)}`,

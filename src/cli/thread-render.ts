@@ -1,12 +1,23 @@
 /** How `ratchet thread` and `ratchet chat` show what a driver reports. */
 import type { DriveEvent } from "../threads/index.js";
 
-const tty = process.stdout.isTTY === true;
-const cyan = (s: string) => (tty ? `\x1b[36m${s}\x1b[0m` : s);
-const dim = (s: string) => (tty ? `\x1b[2m${s}\x1b[0m` : s);
+/** Colour only on a terminal, and never with `NO_COLOR` set (https://no-color.org). */
+export function useColor(
+  stream: { isTTY?: boolean } = process.stdout,
+  env: Record<string, string | undefined> = process.env,
+): boolean {
+  return stream.isTTY === true && !env.NO_COLOR;
+}
 
 /** Renders what a driver reports: streamed text, tool calls, approvals, `◈ skills: …` lines. */
-export function renderEvent(e: DriveEvent, write: (s: string) => void, threadId: () => string): void {
+export function renderEvent(
+  e: DriveEvent,
+  write: (s: string) => void,
+  threadId: () => string,
+  color = useColor(),
+): void {
+  const cyan = (s: string) => (color ? `\x1b[36m${s}\x1b[0m` : s);
+  const dim = (s: string) => (color ? `\x1b[2m${s}\x1b[0m` : s);
   switch (e.type) {
     case "text":
       write(e.delta);

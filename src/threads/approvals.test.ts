@@ -59,7 +59,7 @@ describe("approvals", () => {
     const detail = other.show(id);
     expect(detail.approvals).toHaveLength(1);
     expect(detail.approvals[0]).toMatchObject({ call_id: "a1", action: "append", status: "pending" });
-    expect(detail.checkpoint?.call).toBe("__execute_action__");
+    expect(detail.checkpoint?.call).toBe("__execute_actions_parallel__");
     expect(lines(kit)).toEqual([]);
     const r1 = other.approve(id);
     expect(r1.driven).toBe(true);
@@ -94,11 +94,12 @@ describe("approvals", () => {
     const tool = kit.svc.threads.messages(id).filter((m) => m.role === "tool");
     expect(tool).toHaveLength(1);
     expect(tool[0]!.content).toMatch(/^action append was denied by .*: not today$/);
-    const refused = kit.store
+    expect(tool[0]).toMatchObject({ call_id: "d1", is_error: 1 });
+    const done = kit.store
       .listEvents({ entityKind: "thread", entityId: id })
-      .filter((e) => e.type === "thread.event")
-      .map((e) => JSON.parse(e.payload) as { kind: string });
-    expect(refused.map((p) => p.kind)).toEqual(["action_refused"]);
+      .filter((e) => e.type === "thread.action_completed")
+      .map((e) => JSON.parse(e.payload) as { call_id: string; status: string });
+    expect(done).toEqual([expect.objectContaining({ call_id: "d1", status: "denied" })]);
   });
 
   it("always: a standing grant lets the next thread of the project call the action without asking", async () => {

@@ -6,9 +6,25 @@ import type { ApprovalRow, ThreadStore } from "./thread-store.js";
 /**
  * The approval a decision is about: the one named, else the thread's pending one.
  * @throws RatchetError `not_found` (thread, approval, nothing to decide), `illegal_transition`
- *   (already decided, or the thread ended).
+ *   (already decided, expired, or the thread ended).
  */
-export function approvalToDecide(threads: ThreadStore, threadId: string, approvalId?: string): ApprovalRow {
+export function approvalToDecide(
+  threads: ThreadStore,
+  threadId: string,
+  approvalId: string | undefined,
+  nowMs: number,
+): ApprovalRow {
+  const a = pickApproval(threads, threadId, approvalId);
+  if (a.expires_ms && nowMs >= a.expires_ms)
+    throw new RatchetError(
+      ErrorCode.IllegalTransition,
+      `approval ${a.approval_id} expired at ${new Date(a.expires_ms).toISOString()}: it can no longer be decided (resume the thread to go on without the call)`,
+      { threadId, approvalId: a.approval_id, from: "expired", to: "decided" },
+    );
+  return a;
+}
+
+function pickApproval(threads: ThreadStore, threadId: string, approvalId?: string): ApprovalRow {
   const t = threads.require(threadId);
   const ended = () =>
     new RatchetError(ErrorCode.IllegalTransition, `thread ${threadId} already ended (${t.state})`, {

@@ -1,291 +1,441 @@
 /**
- * The one checkpoint every tool call passes: idempotency by call id → lease lookup → policy
- * (Deny > RequireApproval > Allow, standing grants) → approval wait (VM paused and saved) → consume
- * one use → execute through the bridge → event → exactly one result message under the call id.
+ * The one checkpoint every tool call passes, as small steps: idempotency by call id
+ * ({@link replayed}) → lease lookup and policy, Deny > RequireApproval > Allow with standing grants
+ * ({@link preflight}) → approval wait, VM paused and saved ({@link awaitApproval}) → consume one use
+ * and execute through the bridge ({@link runCall}) → the event and exactly one result message under
+ * the call id ({@link recordOutcome}). A refusal, a denial and a tool's failure are results
+ * (`is_error: true`), never exceptions thrown through the host.
  */
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
+import { argsHash, findLease, resultText } from "./action-keys.js";
 import { effectFor } from "./actions.js";
 import { ThreadEvent } from "./events.js";
-import { type HostAnswer, type HostCalls, type HostContext, HostStop, pyError } from "./host.js";
-import { ACTION_RESULT_MAX_CHARS } from "./limits.js";
-import { evaluatePolicy, globMatch } from "./policy.js";
+import type { EngineDeps, HostHooks, HostStopResult } from "./host-types.js";
+import { stop } from "./host-types.js";
+import { evaluatePolicy } from "./policy.js";
 import type { ActionRow, ApprovalRow, LeaseRow } from "./thread-store.js";
-
-/** Canonical JSON (sorted keys) so the same arguments always hash the same. */
-export function canonicalJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
-  if (v && typeof v === "object")
-    return `{${Object.keys(v)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`)
-      .join(",")}}`;
-  return JSON.stringify(v ?? null);
-}
-
-export function argsHash(action: string, args: unknown): string {
-  return createHash("sha256")
-    .update(`${action}\n${canonicalJson(args)}`)
-    .digest("hex");
-}
-
-function resultText(v: unknown): string {
-  const text = typeof v === "string" ? v : JSON.stringify(v);
-  return text.length > ACTION_RESULT_MAX_CHARS
-    ? `${text.slice(0, ACTION_RESULT_MAX_CHARS / 2)}\n…[cut]…\n${text.slice(-ACTION_RESULT_MAX_CHARS / 2)}`
-    : text;
-}
-
-/** The live lease covering `action`, if any. */
-export function findLease(leases: readonly LeaseRow[], action: string, nowMs: number): LeaseRow | undefined {
-  return leases.find(
-    (l) =>
-      globMatch(l.pattern, action) &&
-      (l.uses_left === null || l.uses_left > 0) &&
-      (l.expires_ms === null || l.expires_ms > nowMs),
-  );
-}
-
-/** The answer of a call that already went through the checkpoint (a restore re-issued it). */
-function replay(h: HostCalls, a: ActionRow, ctx: HostContext): HostAnswer {
-  const { threads } = h.d;
-  switch (a.status) {
-    case "succeeded":
-      return ctx.commit({ value: a.result === null ? null : JSON.parse(a.result) });
-    case "failed":
-      return ctx.commit(pyError("RuntimeError", a.error ?? `action ${a.action} failed`));
-    case "denied":
-    case "refused":
-      return ctx.commit(pyError("PermissionError", a.error ?? `action ${a.action} was refused`));
-    default: {
-      // Started and never finished: the process died mid-call. It may have run; never run it again.
-      const msg = `action ${a.action} (call ${a.call_id}) was interrupted while it ran: it may or may not have taken effect, and it is not run again`;
-      return ctx.commit(pyError("RuntimeError", msg), () => {
-        threads.finishAction(h.threadId, a.call_id, "failed", null, msg);
-        if (!threads.hasResult(h.threadId, a.call_id)) writeResult(h, a.call_id, a.action, msg, true);
-      });
-    }
-  }
-}
 
 /** Call ids of actions a code step makes: they answer no provider call, so they get no result message. */
 export const CODE_CALL_PREFIX = "code-";
 
-function writeResult(h: HostCalls, callId: string, action: string, content: string, isError: boolean): void {
-  if (callId.startsWith(CODE_CALL_PREFIX)) return;
-  h.d.threads.addMessage({
-    thread_id: h.threadId,
+/** One tool call as the script made it. */
+export interface ActionCall {
+  callId: string;
+  action: string;
+  args: Record<string, unknown>;
+}
+
+/** What `__execute_action__` answers (the original engine's shape). */
+export interface ActionResult {
+  action_name: string;
+  output: unknown;
+  is_error: boolean;
+  duration_ms: number;
+}
+
+export type ActionStatus = "succeeded" | "failed" | "denied" | "refused";
+
+/** A finished call: its result, how it ended, and the writes that record it (not yet committed). */
+export interface ActionOutcome {
+  result: ActionResult;
+  status: ActionStatus;
+  effects?: () => void;
+}
+
+type Preflight =
+  | { kind: "outcome"; outcome: ActionOutcome }
+  | { kind: "approval"; approval: ApprovalRow }
+  | { kind: "run"; lease: LeaseRow; decision: string };
+
+/** Everything the steps need: the engine's parts and the thread. */
+export interface CheckpointScope {
+  d: EngineDeps;
+  threadId: string;
+  hooks: HostHooks;
+}
+
+const ms = (a: string, b: string | null) => (b ? Math.max(0, Date.parse(b) - Date.parse(a)) : 0);
+
+/** The recorded outcome of a call that already went through the checkpoint (pure, but for the ambiguous case). */
+export function replayed(a: ActionRow): ActionOutcome | "interrupted" {
+  const base = { action_name: a.action, duration_ms: ms(a.started_at, a.finished_at) };
+  switch (a.status) {
+    case "succeeded":
+      return {
+        status: "succeeded",
+        result: { ...base, output: a.result === null ? null : JSON.parse(a.result), is_error: false },
+      };
+    case "failed":
+    case "denied":
+    case "refused":
+      return {
+        status: a.status,
+        result: { ...base, output: a.error ?? `action ${a.action} ${a.status}`, is_error: true },
+      };
+    default:
+      return "interrupted";
+  }
+}
+
+function writeResult(s: CheckpointScope, call: ActionCall, content: string, isError: boolean): void {
+  if (call.callId.startsWith(CODE_CALL_PREFIX)) return;
+  if (s.d.threads.hasResult(s.threadId, call.callId)) return;
+  s.d.threads.addMessage({
+    thread_id: s.threadId,
     role: "tool",
     content,
     tool_calls: null,
-    call_id: callId,
-    tool_name: action,
+    call_id: call.callId,
+    tool_name: call.action,
     is_error: isError ? 1 : 0,
   });
 }
 
-/** Refuses a call: records it, writes its one error result, raises PermissionError. */
-function refuse(
-  h: HostCalls,
-  ctx: HostContext,
-  call: { callId: string; action: string; args: unknown },
-  status: "denied" | "refused",
+/** The outcome of a call that does not run: recorded, its one error result, its event. */
+function refusal(
+  s: CheckpointScope,
+  call: ActionCall,
+  status: "denied" | "refused" | "failed",
   decision: string,
   message: string,
-): HostAnswer {
-  const { threads } = h.d;
-  h.d.onEvent?.({
+): ActionOutcome {
+  const { threads } = s.d;
+  s.d.onEvent?.({
     type: "action",
     name: call.action,
     callId: call.callId,
     args: call.args,
     status: "denied",
   });
-  return ctx.commit(pyError("PermissionError", message), () => {
-    if (!threads.action(h.threadId, call.callId))
-      threads.insertAction({
-        thread_id: h.threadId,
+  return {
+    status,
+    result: { action_name: call.action, output: message, is_error: true, duration_ms: 0 },
+    effects: () => {
+      if (!threads.action(s.threadId, call.callId))
+        threads.insertAction({
+          thread_id: s.threadId,
+          call_id: call.callId,
+          action: call.action,
+          args: JSON.stringify(call.args),
+          status,
+          decision,
+          lease_id: null,
+        });
+      threads.finishAction(s.threadId, call.callId, status, null, message);
+      writeResult(s, call, message, true);
+      threads.event(s.threadId, ThreadEvent.ActionCompleted, {
         call_id: call.callId,
         action: call.action,
-        args: JSON.stringify(call.args),
         status,
         decision,
-        lease_id: null,
+        error: message,
       });
-    threads.finishAction(h.threadId, call.callId, status, null, message);
-    writeResult(h, call.callId, call.action, message, true);
-    threads.event(h.threadId, ThreadEvent.ActionCompleted, {
-      call_id: call.callId,
-      action: call.action,
-      status,
-      decision,
-      error: message,
-    });
-  });
+    },
+  };
 }
 
-export async function executeAction(
-  h: HostCalls,
-  action: string,
-  rawArgs: unknown,
-  givenCallId: string,
-  ctx: HostContext,
-): Promise<HostAnswer> {
-  const { threads, config } = h.d;
-  const callId = givenCallId || `host-${ctx.seq}`;
-  const args = rawArgs && typeof rawArgs === "object" && !Array.isArray(rawArgs) ? rawArgs : {};
-  const call = { callId, action, args };
-  const done = threads.action(h.threadId, callId);
-  if (done) return replay(h, done, ctx);
-  if (threads.hasResult(h.threadId, callId))
-    return ctx.commit(pyError("ValueError", `call ${callId} already has a result`));
-
-  const t = threads.require(h.threadId);
-  const project = t.project ?? "";
-  const defs = await h.d.actions.list(h.d.signal);
-  const def = defs.find((d) => d.name === action);
-  if (!def) return refuse(h, ctx, call, "refused", "unknown", `unknown action ${JSON.stringify(action)}`);
-
-  let approval: ApprovalRow | undefined = threads.approvalForCall(h.threadId, callId);
-  let decision: string;
-  const nowMs = (h.d.nowMs ?? Date.now)();
-  const lease = findLease(threads.leases(h.threadId), action, nowMs);
-  if (approval) {
-    if (approval.action !== action || approval.args_hash !== argsHash(action, args))
-      return refuse(
-        h,
-        ctx,
-        call,
-        "refused",
-        "approval_mismatch",
-        `the approval ${approval.approval_id} is bound to other parameters than call ${callId}`,
-      );
-    decision = "require_approval";
-  } else {
-    if (!lease)
-      return refuse(
-        h,
-        ctx,
+/** Step 1–2: replay, lease, policy. A RequireApproval verdict writes the approval (and Waiting) here. */
+export async function preflight(s: CheckpointScope, call: ActionCall): Promise<Preflight> {
+  const { threads, config } = s.d;
+  const done = threads.action(s.threadId, call.callId);
+  if (done) {
+    const r = replayed(done);
+    if (r !== "interrupted") return { kind: "outcome", outcome: r };
+    // Started and never finished: the process died mid-call. It may have run; never run it again.
+    const msg = `action ${call.action} (call ${call.callId}) was interrupted while it ran: it may or may not have taken effect, and it is not run again`;
+    return { kind: "outcome", outcome: refusal(s, call, "failed", done.decision, msg) };
+  }
+  if (threads.hasResult(s.threadId, call.callId))
+    return {
+      kind: "outcome",
+      outcome: refusal(s, call, "refused", "duplicate", `call ${call.callId} already has a result`),
+    };
+  const defs = await s.d.actions.list(s.d.signal);
+  if (!defs.some((d) => d.name === call.action))
+    return {
+      kind: "outcome",
+      outcome: refusal(s, call, "refused", "unknown", `unknown action ${JSON.stringify(call.action)}`),
+    };
+  const existing = threads.approvalForCall(s.threadId, call.callId);
+  if (existing) {
+    if (existing.action !== call.action || existing.args_hash !== argsHash(call.action, call.args))
+      return {
+        kind: "outcome",
+        outcome: refusal(
+          s,
+          call,
+          "refused",
+          "approval_mismatch",
+          `the approval ${existing.approval_id} is bound to other parameters than call ${call.callId}`,
+        ),
+      };
+    return { kind: "approval", approval: existing };
+  }
+  const nowMs = (s.d.nowMs ?? Date.now)();
+  const lease = findLease(threads.leases(s.threadId), call.action, nowMs);
+  if (!lease)
+    return {
+      kind: "outcome",
+      outcome: refusal(
+        s,
         call,
         "refused",
         "no_lease",
-        `no lease covers action ${action} (or its uses are spent)`,
-      );
-    const verdict = evaluatePolicy(config.policy, action, effectFor(action, config.effects), {
-      granted: threads.hasGrant(action, project),
-    });
-    decision = verdict.granted ? "granted" : verdict.decision;
-    if (verdict.decision === "deny")
-      return refuse(h, ctx, call, "denied", "deny", `action ${action} is denied by policy`);
-    if (verdict.decision === "require_approval" && callId.startsWith(CODE_CALL_PREFIX))
-      return refuse(
-        h,
-        ctx,
+        `no lease covers action ${call.action} (or its uses are spent)`,
+      ),
+    };
+  const project = threads.require(s.threadId).project ?? "";
+  const verdict = evaluatePolicy(config.policy, call.action, effectFor(call.action, config.effects), {
+    granted: threads.hasGrant(call.action, project),
+  });
+  if (verdict.decision === "deny")
+    return {
+      kind: "outcome",
+      outcome: refusal(s, call, "denied", "deny", `action ${call.action} is denied by policy`),
+    };
+  if (verdict.decision !== "require_approval")
+    return { kind: "run", lease, decision: verdict.granted ? "granted" : verdict.decision };
+  if (call.callId.startsWith(CODE_CALL_PREFIX))
+    return {
+      kind: "outcome",
+      outcome: refusal(
+        s,
         call,
         "refused",
         "require_approval",
-        `action ${action} needs an approval: ask for it as a tool call, not from a code step`,
-      );
-    if (verdict.decision === "require_approval") {
-      const row: ApprovalRow = {
-        approval_id: `ap-${randomBytes(5).toString("hex")}`,
-        thread_id: h.threadId,
-        call_id: callId,
-        action,
-        args: JSON.stringify(args),
-        args_hash: argsHash(action, args),
-        status: "pending",
-        always: 0,
-        decided_by: null,
-        reason: null,
-        created_at: threads.now(),
-        decided_at: null,
-      };
-      threads.tx(() => {
-        threads.insertApproval(row);
-        threads.transition(h.threadId, "waiting", { reason: `approval needed: ${action}` });
-        threads.event(h.threadId, ThreadEvent.ApprovalRequested, {
-          approval_id: row.approval_id,
-          call_id: callId,
-          action,
-          args,
-        });
-      });
-      approval = row;
-    }
-  }
+        `action ${call.action} needs an approval: ask for it as a tool call, not from a code step`,
+      ),
+    };
+  return { kind: "approval", approval: requestApproval(s, call) };
+}
 
-  if (approval) {
-    if (approval.status === "pending") {
-      h.d.onEvent?.({ type: "approval", approvalId: approval.approval_id, action, callId, args });
-      const r = await h.hooks.waitForDecision(approval.approval_id);
-      if (r === "released") throw new HostStop("waiting", "waiting for approval");
-      if (r === "cancelled") throw new HostStop("failed", "cancelled");
-      approval = threads.approval(approval.approval_id)!;
-    }
-    const state = threads.require(h.threadId).state;
-    if (state === "waiting")
-      threads.transition(h.threadId, "running", { reason: `approval ${approval.status}: ${action}` });
-    if (approval.status === "denied")
-      return refuse(
-        h,
-        ctx,
+/** Writes a pending approval bound to the call id and the hash of its arguments, Waiting, the event. */
+function requestApproval(s: CheckpointScope, call: ActionCall): ApprovalRow {
+  const { threads } = s.d;
+  const row: ApprovalRow = {
+    approval_id: `ap-${randomBytes(5).toString("hex")}`,
+    thread_id: s.threadId,
+    call_id: call.callId,
+    action: call.action,
+    args: JSON.stringify(call.args),
+    args_hash: argsHash(call.action, call.args),
+    status: "pending",
+    always: 0,
+    decided_by: null,
+    reason: null,
+    created_at: threads.now(),
+    decided_at: null,
+    expires_ms: (s.d.nowMs ?? Date.now)() + s.d.config.approvalTtlMs,
+  };
+  threads.tx(() => {
+    threads.insertApproval(row);
+    if (threads.require(s.threadId).state === "running")
+      threads.transition(s.threadId, "waiting", { reason: `approval needed: ${call.action}` });
+    threads.event(s.threadId, ThreadEvent.ApprovalRequested, {
+      approval_id: row.approval_id,
+      call_id: call.callId,
+      action: call.action,
+      args: call.args,
+    });
+  });
+  return row;
+}
+
+/** Step 3: waits (VM saved) for the decision; a denial is an outcome, an approval a call to run. */
+export async function awaitApproval(
+  s: CheckpointScope,
+  call: ActionCall,
+  approval: ApprovalRow,
+): Promise<Preflight | HostStopResult> {
+  const { threads } = s.d;
+  let a = approval;
+  if (a.status === "pending") {
+    s.d.onEvent?.({
+      type: "approval",
+      approvalId: a.approval_id,
+      action: call.action,
+      callId: call.callId,
+      args: call.args,
+    });
+    const r = await s.hooks.waitForDecision(a.approval_id);
+    if (r === "released") return stop("waiting", "waiting for approval");
+    if (r === "cancelled") return stop("failed", "cancelled");
+    a = threads.approval(a.approval_id)!;
+  }
+  if (a.status === "pending" || a.status === "expired") {
+    // Only an expired request is still undecided here.
+    threads.expireApproval(a.approval_id);
+    a = threads.approval(a.approval_id)!;
+  }
+  threads.tx(() => {
+    if (threads.require(s.threadId).state === "waiting" && threads.pendingApprovals(s.threadId).length === 0)
+      threads.transition(s.threadId, "running", { reason: `approval ${a.status}: ${call.action}` });
+  });
+  if (a.status === "expired")
+    return {
+      kind: "outcome",
+      outcome: refusal(
+        s,
+        call,
+        "refused",
+        "expired",
+        `the approval ${a.approval_id} for action ${call.action} expired before anyone decided it`,
+      ),
+    };
+  if (a.status === "denied")
+    return {
+      kind: "outcome",
+      outcome: refusal(
+        s,
         call,
         "denied",
         "denied",
-        `action ${action} was denied by ${approval.decided_by ?? "a person"}${approval.reason ? `: ${approval.reason}` : ""}`,
-      );
-  }
+        `action ${call.action} was denied by ${a.decided_by ?? "a person"}${a.reason ? `: ${a.reason}` : ""}`,
+      ),
+    };
+  const lease = findLease(threads.leases(s.threadId), call.action, (s.d.nowMs ?? Date.now)());
+  if (!lease)
+    return {
+      kind: "outcome",
+      outcome: refusal(
+        s,
+        call,
+        "refused",
+        "no_lease",
+        `no lease covers action ${call.action} (or its uses are spent)`,
+      ),
+    };
+  return { kind: "run", lease, decision: "require_approval" };
+}
 
-  const useLease = lease ?? findLease(threads.leases(h.threadId), action, nowMs);
-  if (!useLease)
-    return refuse(
-      h,
-      ctx,
-      call,
-      "refused",
-      "no_lease",
-      `no lease covers action ${action} (or its uses are spent)`,
-    );
+/** Step 4: `started` + one use of the lease in one transaction, then the call through the bridge. */
+export async function runCall(
+  s: CheckpointScope,
+  call: ActionCall,
+  lease: LeaseRow,
+  decision: string,
+): Promise<ActionOutcome> {
+  const { threads } = s.d;
   threads.tx(() => {
     threads.insertAction({
-      thread_id: h.threadId,
-      call_id: callId,
-      action,
-      args: JSON.stringify(args),
+      thread_id: s.threadId,
+      call_id: call.callId,
+      action: call.action,
+      args: JSON.stringify(call.args),
       status: "started",
       decision,
-      lease_id: useLease.lease_id,
+      lease_id: lease.lease_id,
     });
-    threads.consumeLease(useLease.lease_id);
+    threads.consumeLease(lease.lease_id);
   });
-  h.d.onEvent?.({ type: "action", name: action, callId, args, status: "running" });
+  const emit = (status: "running" | "succeeded" | "failed") =>
+    s.d.onEvent?.({ type: "action", name: call.action, callId: call.callId, args: call.args, status });
+  emit("running");
+  const t0 = (s.d.nowMs ?? Date.now)();
+  const took = () => Math.max(0, (s.d.nowMs ?? Date.now)() - t0);
   try {
-    const result = await h.d.actions.call(action, args as Record<string, unknown>, h.d.signal);
-    const stored = JSON.stringify(result ?? null);
-    h.d.onEvent?.({ type: "action", name: action, callId, args, status: "succeeded" });
-    return ctx.commit({ value: result ?? null }, () => {
-      threads.finishAction(h.threadId, callId, "succeeded", stored, null);
-      writeResult(h, callId, action, resultText(result ?? null), false);
-      threads.event(h.threadId, ThreadEvent.ActionCompleted, {
-        call_id: callId,
-        action,
-        status: "succeeded",
-        decision,
-      });
+    const value = (await s.d.actions.call(call.action, call.args, s.d.signal)) ?? null;
+    emit("succeeded");
+    return recordOutcome(s, call, decision, {
+      action_name: call.action,
+      output: value,
+      is_error: false,
+      duration_ms: took(),
     });
   } catch (e) {
-    const msg = `action ${action} failed: ${(e as Error).message}`;
-    h.d.onEvent?.({ type: "action", name: action, callId, args, status: "failed" });
-    return ctx.commit(pyError("RuntimeError", msg), () => {
-      threads.finishAction(h.threadId, callId, "failed", null, msg);
-      writeResult(h, callId, action, msg, true);
-      threads.event(h.threadId, ThreadEvent.ActionCompleted, {
-        call_id: callId,
-        action,
-        status: "failed",
-        decision,
-        error: msg,
-      });
+    emit("failed");
+    return recordOutcome(s, call, decision, {
+      action_name: call.action,
+      output: `action ${call.action} failed: ${(e as Error).message}`,
+      is_error: true,
+      duration_ms: took(),
     });
   }
+}
+
+/** Step 5: the writes of a call that ran — its row, its one result message, its event. */
+function recordOutcome(
+  s: CheckpointScope,
+  call: ActionCall,
+  decision: string,
+  result: ActionResult,
+): ActionOutcome {
+  const { threads } = s.d;
+  const status = result.is_error ? "failed" : "succeeded";
+  return {
+    status,
+    result,
+    effects: () => {
+      threads.finishAction(
+        s.threadId,
+        call.callId,
+        status,
+        result.is_error ? null : JSON.stringify(result.output),
+        result.is_error ? String(result.output) : null,
+      );
+      writeResult(
+        s,
+        call,
+        result.is_error ? String(result.output) : resultText(result.output),
+        result.is_error,
+      );
+      threads.event(s.threadId, ThreadEvent.ActionCompleted, {
+        call_id: call.callId,
+        action: call.action,
+        status,
+        decision,
+        ...(result.is_error ? { error: String(result.output) } : {}),
+      });
+    },
+  };
+}
+
+/** One call through every step. The effects are left to the caller to commit (with the answer). */
+export async function executeAction(
+  s: CheckpointScope,
+  call: ActionCall,
+): Promise<ActionOutcome | HostStopResult> {
+  let p: Preflight | HostStopResult = await preflight(s, call);
+  if (p.kind === "approval") p = await awaitApproval(s, call, p.approval);
+  if ("stop" in p) return p;
+  if (p.kind === "outcome") return p.outcome;
+  if (p.kind === "approval") return stop("failed", `approval of ${call.callId} did not settle`);
+  return runCall(s, call, p.lease, p.decision);
+}
+
+/**
+ * Several calls: approvals are asked for and waited for first (one at a time), then every call that
+ * may run runs concurrently; each call's writes commit as soon as it ends, so a restart replays the
+ * finished ones. Results come back in the order of `calls`.
+ */
+export async function executeActions(
+  s: CheckpointScope,
+  calls: readonly ActionCall[],
+): Promise<ActionResult[] | HostStopResult> {
+  const pre: Preflight[] = [];
+  for (const c of calls) pre.push(await preflight(s, c));
+  for (let i = 0; i < pre.length; i++) {
+    const p = pre[i]!;
+    if (p.kind !== "approval") continue;
+    const r = await awaitApproval(s, calls[i]!, p.approval);
+    if ("stop" in r) return r;
+    pre[i] = r;
+  }
+  // All run at once; each one's writes commit as soon as it and the ones before it have ended,
+  // so result messages and events keep the order of the calls.
+  const running = pre.map((p, i) =>
+    p.kind === "run"
+      ? runCall(s, calls[i]!, p.lease, p.decision)
+      : Promise.resolve(p.kind === "outcome" ? p.outcome : null),
+  );
+  const outcomes: (ActionOutcome | null)[] = [];
+  for (const r of running) {
+    const o = await r;
+    if (o?.effects) s.d.threads.tx(o.effects);
+    outcomes.push(o);
+  }
+  return outcomes.map(
+    (o, i) =>
+      o?.result ?? { action_name: calls[i]!.action, output: "not run", is_error: true, duration_ms: 0 },
+  );
 }

@@ -1,14 +1,16 @@
 /**
- * `__execute_code_step__`: runs model-written Python in a nested Monty VM with its own, smaller
- * limits. The code may `print`, ask a model with `llm_query(prompt)` (tokens count on the thread),
- * call actions by name (`echo__add(a=1, b=2)` or `echo__add({"a": 1, "b": 2})`) through the same
- * checkpoint — an action that needs an approval is refused there — and end the thread with
- * `FINAL(value)`. Its errors (limits included) come back as text for the
- * model; they do not fail the thread.
+ * `__execute_code_step__(code, state)`: runs model-written Python in a nested Monty VM with its own,
+ * smaller limits, `state` as a variable, and these functions: the actions by name
+ * (`echo__add(a=1, b=2)` or `echo__add({"a": 1, "b": 2})`, through the same checkpoint — one that
+ * needs an approval is refused there, raising PermissionError; a failed one raises RuntimeError),
+ * `llm_query(prompt, context=None, model=None)`, `llm_query_batched(prompts, context=None, …)`,
+ * `rlm_query(prompt)` (a child thread, a full sub-agent) and `FINAL(value)`. Answers
+ * `{return_value, stdout, action_results, final_answer, had_error, pending_gate}`; errors (limits
+ * included) are in `stdout` and `had_error`, they do not fail the thread.
  */
-import { CODE_CALL_PREFIX, executeAction } from "./checkpoint.js";
+import { CODE_CALL_PREFIX } from "./checkpoint.js";
 import { ThreadEvent } from "./events.js";
-import type { HostAnswer, HostCalls, HostContext } from "./host.js";
+import type { CodeStepHost, HostContext, HostResult } from "./host-types.js";
 import {
   CODE_STEP_MAX_ALLOCATIONS,
   CODE_STEP_MAX_DURATION_SECS,
@@ -19,21 +21,52 @@ import {
 } from "./limits.js";
 import { montyVm, type PausedVm, VmError } from "./vm.js";
 
-export async function runCodeStep(h: HostCalls, code: string, ctx: HostContext): Promise<HostAnswer> {
+const LLM_QUERY_SYSTEM = "Answer the question directly and briefly.";
+
+/** The prompt of an `llm_query` with its optional context. */
+function queryPrompt(prompt: unknown, context: unknown): string {
+  const p = typeof prompt === "string" ? prompt : JSON.stringify(prompt ?? "");
+  if (context === undefined || context === null) return p;
+  const c = typeof context === "string" ? context : JSON.stringify(context);
+  return `${p}\n\nContext:\n${c}`;
+}
+
+export async function runCodeStep(
+  h: CodeStepHost,
+  code: string,
+  state: unknown,
+  ctx: HostContext,
+): Promise<HostResult> {
   const vmf = h.d.vm ?? montyVm;
-  let output = "";
-  let final: unknown = null;
+  let stdout = "";
+  let finalAnswer: unknown = null;
+  let returnValue: unknown = null;
   let error: string | null = null;
   let tokens = 0;
   let llmCalls = 0;
   let actionCalls = 0;
+  const actionResults: unknown[] = [];
   const print = (text: string) => {
-    if (output.length < CODE_STEP_MAX_OUTPUT_CHARS) output += text;
+    if (stdout.length < CODE_STEP_MAX_OUTPUT_CHARS) stdout += text;
   };
+  const ask = async (prompt: string): Promise<string> => {
+    if (++llmCalls > CODE_STEP_MAX_LLM_CALLS)
+      throw new Error(`at most ${CODE_STEP_MAX_LLM_CALLS} model calls per code step`);
+    const c = await h.d.model().complete({
+      system: LLM_QUERY_SYSTEM,
+      messages: [{ role: "user", content: prompt }],
+      timeoutMs: LLM_TIMEOUT_MS,
+      ...(h.d.signal ? { signal: h.d.signal } : {}),
+    });
+    tokens += c.usage.inputTokens + c.usage.outputTokens;
+    h.addUsage(c.usage.inputTokens, c.usage.outputTokens);
+    return c.text;
+  };
+  const actionNames = new Set((await h.d.actions.list(h.d.signal)).map((a) => a.name));
   try {
     let vm: PausedVm = vmf.start(code, {
       scriptName: "code_step.py",
-      inputs: {},
+      inputs: { state: state ?? {} },
       limits: {
         maxDurationSecs: CODE_STEP_MAX_DURATION_SECS,
         maxMemory: CODE_STEP_MAX_MEMORY_BYTES,
@@ -44,69 +77,79 @@ export async function runCodeStep(h: HostCalls, code: string, ctx: HostContext):
     });
     while (vm.progress.kind === "call") {
       const { name, args, kwargs } = vm.progress;
-      if (name === "FINAL") {
-        final = args[0] ?? kwargs.result ?? null;
+      const arg = (i: number, key: string) => (args.length > i ? args[i] : kwargs[key]);
+      if (name === "FINAL" || name === "FINAL_VAR") {
+        finalAnswer = arg(0, "value") ?? kwargs.result ?? null;
         vm = vm.resume(null);
-      } else if (name === "llm_query") {
-        if (++llmCalls > CODE_STEP_MAX_LLM_CALLS) {
-          vm = vm.raise("RuntimeError", `llm_query: at most ${CODE_STEP_MAX_LLM_CALLS} calls per code step`);
-          continue;
-        }
-        const prompt = String(args[0] ?? kwargs.prompt ?? "");
+      } else if (name === "llm_query" || name === "rlm_query" || name === "llm_query_batched") {
         try {
-          const c = await h.d.model().complete({
-            system: "Answer the question directly and briefly.",
-            messages: [{ role: "user", content: prompt }],
-            timeoutMs: LLM_TIMEOUT_MS,
-            ...(h.d.signal ? { signal: h.d.signal } : {}),
-          });
-          tokens += c.usage.inputTokens + c.usage.outputTokens;
-          h.addUsage(c.usage.inputTokens, c.usage.outputTokens);
-          vm = vm.resume(c.text);
+          if (name === "llm_query")
+            vm = vm.resume(await ask(queryPrompt(arg(0, "prompt"), arg(1, "context"))));
+          else if (name === "llm_query_batched") {
+            const prompts = arg(0, "prompts");
+            const list = Array.isArray(prompts) ? prompts : [];
+            const ctxArg = arg(1, "context");
+            vm = vm.resume(await Promise.all(list.map((p) => ask(queryPrompt(p, ctxArg)))));
+          } else {
+            const goal = queryPrompt(arg(0, "prompt"), null);
+            if (!h.d.subAgent) vm = vm.resume(await ask(goal));
+            else {
+              const r = await h.d.subAgent(goal, h.threadId);
+              vm = r.ok ? vm.resume(r.answer) : vm.raise("RuntimeError", `rlm_query: ${r.answer}`);
+            }
+          }
         } catch (e) {
-          vm = vm.raise("RuntimeError", `llm_query failed: ${(e as Error).message}`);
+          vm = vm.raise("RuntimeError", `${name} failed: ${(e as Error).message}`);
         }
-      } else if ((await h.d.actions.list(h.d.signal)).some((a) => a.name === name)) {
+      } else if (actionNames.has(name)) {
         // An action: through the same checkpoint, under an id made from this host call's number,
         // so a code step run again after a restart finds the calls it already made.
-        const callArgs = args.length > 0 ? args[0] : kwargs;
-        const inner: HostContext = {
-          seq: ctx.seq,
-          commit: (answer, effects) =>
-            h.d.threads.tx(() => {
-              effects?.();
-              return answer;
-            }),
-        };
-        const a = await executeAction(
-          h,
-          name,
-          callArgs,
-          `${CODE_CALL_PREFIX}${ctx.seq}-${++actionCalls}`,
-          inner,
-        );
-        vm = "error" in a ? vm.raise(a.error.type, a.error.message) : vm.resume(a.value);
+        const callArgs = args.length > 0 && args[0] && typeof args[0] === "object" ? args[0] : kwargs;
+        const r = await h.executeForCode({
+          callId: `${CODE_CALL_PREFIX}${ctx.seq}-${++actionCalls}`,
+          action: name,
+          args: callArgs as Record<string, unknown>,
+        });
+        if ("stop" in r) {
+          vm = vm.raise("RuntimeError", `action ${name}: ${r.reason}`);
+          continue;
+        }
+        actionResults.push(r.result);
+        if (!r.result.is_error) vm = vm.resume(r.result.output);
+        else
+          vm = vm.raise(
+            r.status === "denied" || r.status === "refused" ? "PermissionError" : "RuntimeError",
+            String(r.result.output),
+          );
       } else {
         vm = vm.raise("NameError", `name '${name}' is not defined`);
       }
     }
-    const out = vm.progress.output;
-    if (out !== null && out !== undefined && output === "")
-      output = typeof out === "string" ? out : JSON.stringify(out);
+    returnValue = vm.progress.output ?? null;
   } catch (e) {
     error = e instanceof VmError ? e.message : String(e);
   }
-  if (output.length > CODE_STEP_MAX_OUTPUT_CHARS)
-    output = `${output.slice(0, CODE_STEP_MAX_OUTPUT_CHARS)}\n…[cut]`;
-  h.d.onEvent?.({ type: "code", output: error ? `${output}\n${error}` : output });
-  const value = { output, final, error, tokens };
+  if (error) stdout = `${stdout}${stdout && !stdout.endsWith("\n") ? "\n" : ""}Error: ${error}`;
+  if (stdout.length > CODE_STEP_MAX_OUTPUT_CHARS)
+    stdout = `${stdout.slice(0, CODE_STEP_MAX_OUTPUT_CHARS)}\n…[cut]`;
+  h.d.onEvent?.({ type: "code", output: stdout });
+  const value = {
+    return_value: returnValue,
+    stdout,
+    action_results: actionResults,
+    final_answer: finalAnswer,
+    had_error: error !== null,
+    pending_gate: null,
+    tokens,
+  };
   return ctx.commit({ value }, () =>
     h.d.threads.event(h.threadId, ThreadEvent.CodeStep, {
       chars: code.length,
-      output_chars: output.length,
+      output_chars: stdout.length,
       error,
       tokens,
-      final: final !== null,
+      final: finalAnswer !== null,
+      actions: actionResults.length,
     }),
   );
 }

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { ErrorCode, RatchetError } from "../core/index.js";
 import {
+  DEFAULT_APPROVAL_TTL_MS,
   DEFAULT_LEASE_USES,
   DEFAULT_MAX_COST_USD,
   DEFAULT_MAX_DURATION_MS,
@@ -58,6 +59,10 @@ const schema = z.strictObject({
       output_per_1k_tokens: z.number().nonnegative().default(0),
     })
     .optional(),
+  /** Seconds an approval request can be decided before it expires. */
+  approval_ttl_seconds: z.number().int().positive().optional(),
+  /** Let versions written by the learning missions run (default off, as the original gated them). */
+  self_modify: z.boolean().default(false),
   missions: z
     .strictObject({
       enabled: z.boolean().default(true),
@@ -74,6 +79,10 @@ export interface ThreadsConfig {
   budget: { max_tokens: number; max_duration_ms: number; max_cost_usd: number; max_steps: number };
   pricing: { input_per_1k_tokens: number; output_per_1k_tokens: number };
   missions: { enabled: boolean; dailyCap?: number };
+  /** Versions the missions wrote run only when true. */
+  selfModify: boolean;
+  /** How long an approval request can be decided. */
+  approvalTtlMs: number;
 }
 
 /** Compiles the `threads` section (undefined: every default). @throws RatchetError `schema_violation`. */
@@ -103,6 +112,8 @@ export function compileThreadsConfig(value: unknown, source = "config"): Threads
       max_steps: DEFAULT_MAX_STEPS,
     },
     pricing: c.pricing ?? { input_per_1k_tokens: 0, output_per_1k_tokens: 0 },
+    selfModify: c.self_modify,
+    approvalTtlMs: c.approval_ttl_seconds ? c.approval_ttl_seconds * 1000 : DEFAULT_APPROVAL_TTL_MS,
     missions: {
       enabled: c.missions?.enabled ?? true,
       ...(c.missions?.daily_cap !== undefined ? { dailyCap: c.missions.daily_cap } : {}),

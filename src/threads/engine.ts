@@ -6,11 +6,16 @@
  */
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { ModelClient } from "../model/index.js";
-import type { ActionProvider } from "./actions.js";
-import type { ThreadsConfig } from "./config.js";
-import type { Documents } from "./documents.js";
-import { type HostAnswer, HostCalls, type HostContext, HostStop } from "./host.js";
+import { ThreadEvent } from "./events.js";
+import { type HostAnswer, HostCalls } from "./host.js";
+import { countSkillUse } from "./host-skills.js";
+import {
+  type DriveOutcome,
+  type EngineDeps,
+  type HostContext,
+  type HostResult,
+  isStop,
+} from "./host-types.js";
 import {
   APPROVAL_POLL_MS,
   DEFAULT_APPROVAL_WAIT_MS,
@@ -24,48 +29,11 @@ import {
   SKILLS_MAX_ACTIVE,
   SKILLS_TOKEN_BUDGET,
 } from "./limits.js";
-import type { ThreadRow, ThreadStore } from "./thread-store.js";
-import type { OrchestratorVersions } from "./versions.js";
+import { interpretOutcome } from "./outcome.js";
+import type { ThreadRow } from "./thread-store.js";
 import { montyVm, type PausedVm, VmError, type VmFactory, type VmLimits } from "./vm.js";
 
-/** What a driver reports while it runs (the CLI renders these). */
-export type DriveEvent =
-  | { type: "text"; delta: string }
-  | {
-      type: "action";
-      name: string;
-      callId: string;
-      args: unknown;
-      status: "running" | "succeeded" | "failed" | "denied";
-    }
-  | { type: "approval"; approvalId: string; action: string; callId: string; args: unknown }
-  | { type: "skills"; names: string[] }
-  | { type: "code"; output: string }
-  | { type: "state"; state: string; reason: string | null };
-
-export interface EngineDeps {
-  threads: ThreadStore;
-  docs: Documents;
-  versions: OrchestratorVersions;
-  config: ThreadsConfig;
-  actions: ActionProvider;
-  /** The model client, made on first use. */
-  model: () => ModelClient;
-  /** Default Monty. */
-  vm?: VmFactory;
-  /** `<pid>@<host>` of this process. */
-  driverId?: string;
-  nowMs?: () => number;
-  onEvent?: (e: DriveEvent) => void;
-  /** How long to wait for an approval before letting go (thread stays Waiting). */
-  approvalWaitMs?: number;
-  signal?: AbortSignal;
-  /** Orchestrator VM limits (defaults in limits.ts). */
-  limits?: Partial<VmLimits>;
-}
-
-/** How a drive ended: the thread completed, failed, waits for a decision, or was suspended (interrupted). */
-export type DriveOutcome = "completed" | "failed" | "waiting" | "suspended";
+export type { DriveEvent, DriveOutcome, EngineDeps } from "./host-types.js";
 
 export interface DriveResult {
   outcome: DriveOutcome;
@@ -94,15 +62,12 @@ export function driverAlive(t: ThreadRow, nowMs: number): boolean {
   return t.driver_heartbeat_ms !== null && nowMs - t.driver_heartbeat_ms < DRIVER_LEASE_MS;
 }
 
-/** Calls that reach outside the process: the VM is saved before them. */
-const EXTERNAL = new Set(["__llm_complete__", "__execute_action__", "__execute_code_step__"]);
-/** Calls that only read: nothing is saved (running them again after a restore is harmless). */
-const READS = new Set([
-  "__check_signals__",
-  "__check_budget__",
-  "__get_actions__",
-  "__list_skills__",
-  "__retrieve_docs__",
+/** Calls that reach outside the process (or wait): the VM is saved before them. */
+const EXTERNAL = new Set([
+  "__llm_complete__",
+  "__execute_action__",
+  "__execute_actions_parallel__",
+  "__execute_code_step__",
 ]);
 
 export class Driver {
@@ -112,6 +77,15 @@ export class Driver {
   readonly #now: () => number;
   readonly #host: HostCalls;
   #seq = 0;
+  /** Answers of the host calls made after the saved VM, to hand back on resume (call order). */
+  #replay: { seq: number; call_name: string; answer: string }[] = [];
+  /** Whether the thread has a saved VM (then writes and reads are journaled instead of saved). */
+  #hasSnapshot = false;
+  /**
+   * Reads since the last write, journaled with the next write (a crash before it loses nothing
+   * that matters: no later answer depends on them).
+   */
+  #reads: { seq: number; name: string; answer: string }[] = [];
   #lastHostError: string | null = null;
   #version = 0;
 
@@ -149,7 +123,7 @@ export class Driver {
     try {
       let vm: PausedVm;
       if (mode === "start") {
-        const v = this.#d.versions.active();
+        const v = this.#d.versions.active({ selfModify: this.#d.config.selfModify });
         this.#version = v.version;
         threads.transition(this.threadId, "running", {
           expect: ["created"],
@@ -158,13 +132,14 @@ export class Driver {
             driver_heartbeat_ms: this.#now(),
             started_ms: this.#now(),
             orchestrator_version: v.version,
+            orchestrator_why: v.why,
           },
         });
         this.#emitState("running", null);
         try {
           vm = this.#vm.start(v.code, {
             scriptName: `orchestrator_v${v.version}.py`,
-            inputs: { goal: t.goal, config: this.#scriptConfig(false) },
+            inputs: await this.#inputs(t),
             limits: this.#limits(),
           });
         } catch (e) {
@@ -183,6 +158,8 @@ export class Driver {
         }
         // An unanswered call is issued again under its own number (ids made from it stay the same).
         this.#seq = cp.answered ? cp.seq : cp.seq - 1;
+        this.#hasSnapshot = true;
+        this.#replay = cp.answered ? threads.journalAfter(this.threadId, cp.seq) : [];
         try {
           vm = this.#vm.restore(cp.vm);
           if (cp.answered) {
@@ -211,12 +188,44 @@ export class Driver {
     };
   }
 
-  #scriptConfig(resumed: boolean): Record<string, unknown> {
+  /**
+   * The names injected before the script runs: `context` (the thread's messages; the goal is the
+   * last user message, stored here), `goal`, `actions` (the leased ones), `state` (empty on a fresh
+   * thread) and `config` (limits and counters).
+   */
+  async #inputs(t: ThreadRow): Promise<Record<string, unknown>> {
+    const { threads, config } = this.#d;
+    threads.addMessage({
+      thread_id: this.threadId,
+      role: "user",
+      content: t.goal,
+      tool_calls: null,
+      call_id: null,
+      tool_name: null,
+      is_error: 0,
+    });
+    const budget = JSON.parse(t.budget) as { max_steps: number; max_tokens: number };
     return {
-      system_prompt: this.#d.config.systemPrompt,
-      skill_budget_tokens: SKILLS_TOKEN_BUDGET,
-      max_skills: SKILLS_MAX_ACTIVE,
-      resumed,
+      context: [
+        { role: "System", content: config.systemPrompt },
+        { role: "User", content: t.goal },
+      ],
+      goal: t.goal,
+      actions: await this.#host.leasedActions(),
+      state: {},
+      config: {
+        max_iterations: budget.max_steps,
+        max_tokens: budget.max_tokens,
+        temperature: null,
+        model: t.model,
+        step_count: t.step_count,
+        system_prompt: config.systemPrompt,
+        skill_budget_tokens: SKILLS_TOKEN_BUDGET,
+        max_skills: SKILLS_MAX_ACTIVE,
+        enable_tool_intent_nudge: true,
+        max_tool_intent_nudges: 2,
+        max_consecutive_errors: 5,
+      },
     };
   }
 
@@ -229,29 +238,59 @@ export class Driver {
       if (p.kind === "done") return this.#finished(p.output);
       if (++calls > MAX_HOST_CALLS)
         return this.#fail(`the orchestrator made more than ${MAX_HOST_CALLS} host calls`);
-      const row = threads.require(this.threadId);
-      if (row.cancel_requested) return this.#fail("cancelled");
+      if (threads.cancelRequested(this.threadId)) return this.#fail("cancelled");
       if (this.#d.signal?.aborted) return this.#suspend();
       const seq = ++this.#seq;
-      const args = JSON.stringify({ args: p.args, kwargs: p.kwargs });
+      // Resuming: the calls made after the saved VM get their recorded answers (the script is
+      // deterministic given its answers), their effects are not made again.
+      const replayed = this.#replay.shift();
+      if (replayed) {
+        if (replayed.seq !== seq || replayed.call_name !== p.name)
+          return this.#fail(
+            `resume diverged: the journal has ${replayed.call_name} as host call #${replayed.seq}, the script made ${p.name} (#${seq})`,
+          );
+        const a = JSON.parse(replayed.answer) as HostAnswer;
+        try {
+          vm = "error" in a ? vm.raise(a.error.type, a.error.message) : vm.resume(a.value);
+        } catch (e) {
+          return this.#orchestratorFailed(e);
+        }
+        continue;
+      }
+      const args =
+        EXTERNAL.has(p.name) || !this.#hasSnapshot ? JSON.stringify({ args: p.args, kwargs: p.kwargs }) : "";
       if (EXTERNAL.has(p.name)) {
-        threads.saveCheckpoint({
-          thread_id: this.threadId,
-          seq,
-          vm: vm.dump(),
-          call_name: p.name,
-          call_args: args,
-          answered: 0,
-          answer: null,
+        const bytes = vm.dump();
+        threads.tx(() => {
+          threads.saveCheckpoint({
+            thread_id: this.threadId,
+            seq,
+            vm: bytes,
+            call_name: p.name,
+            call_args: args,
+            answered: 0,
+            answer: null,
+          });
+          threads.clearJournal(this.threadId);
         });
+        this.#hasSnapshot = true;
+        this.#reads = [];
       }
       const current = vm;
+      let committed = false;
       const ctx: HostContext = {
         seq,
         commit: (answer, effects) =>
           threads.tx(() => {
             effects?.();
-            if (!READS.has(p.name)) {
+            committed = true;
+            const text = JSON.stringify(answer);
+            if (EXTERNAL.has(p.name)) threads.markAnswered(this.threadId, seq, text);
+            else if (this.#hasSnapshot) {
+              for (const r of this.#reads.splice(0)) threads.journal(this.threadId, r.seq, r.name, r.answer);
+              threads.journal(this.threadId, seq, p.name, text);
+            } else {
+              // Before the first saved VM, a write saves one (so the thread can be resumed).
               threads.saveCheckpoint({
                 thread_id: this.threadId,
                 seq,
@@ -259,25 +298,24 @@ export class Driver {
                 call_name: p.name,
                 call_args: args,
                 answered: 1,
-                answer: JSON.stringify(answer),
+                answer: text,
               });
+              this.#hasSnapshot = true;
             }
             return answer;
           }),
       };
-      let answer: HostAnswer;
-      try {
-        answer = await this.#host.dispatch(p.name, p.args, p.kwargs, ctx);
-      } catch (e) {
-        if (e instanceof HostStop) {
-          if (e.outcome === "waiting") return { outcome: "waiting", thread: threads.require(this.threadId) };
-          if (e.outcome === "suspended") return this.#suspend();
-          return this.#fail(e.reason);
-        }
-        throw e;
+      const result: HostResult = await this.#host.dispatch(p.name, p.args, p.kwargs, ctx);
+      // A read is journaled too, so a resumed script sees the same answers and takes the same path.
+      if (!committed && !isStop(result) && this.#hasSnapshot && !EXTERNAL.has(p.name))
+        this.#reads.push({ seq, name: p.name, answer: JSON.stringify(result) });
+      if (isStop(result)) {
+        if (result.stop === "waiting") return { outcome: "waiting", thread: threads.require(this.threadId) };
+        if (result.stop === "suspended") return this.#suspend();
+        return this.#fail(result.reason);
       }
       try {
-        vm = "error" in answer ? vm.raise(answer.error.type, answer.error.message) : vm.resume(answer.value);
+        vm = "error" in result ? vm.raise(result.error.type, result.error.message) : vm.resume(result.value);
       } catch (e) {
         return this.#orchestratorFailed(e);
       }
@@ -291,7 +329,9 @@ export class Driver {
     for (;;) {
       const a = threads.approval(approvalId);
       if (a && a.status !== "pending") return "decided";
-      if (threads.require(this.threadId).cancel_requested) return "cancelled";
+      // An expired request counts as decided: the checkpoint ends the call as refused.
+      if (a?.expires_ms && this.#now() >= a.expires_ms) return "decided";
+      if (threads.cancelRequested(this.threadId)) return "cancelled";
       if (this.#now() >= until || this.#d.signal?.aborted) return "released";
       await sleep(APPROVAL_POLL_MS);
     }
@@ -300,18 +340,45 @@ export class Driver {
   #finished(output: unknown): DriveResult {
     const { threads } = this.#d;
     const t = threads.require(this.threadId);
-    const out = (output && typeof output === "object" ? output : {}) as Record<string, unknown>;
     this.#d.versions.recordSuccess(this.#version);
-    if (t.final_result !== null) {
-      this.#host.fillMissingResults("the thread ended before this call ran");
-      const done = threads.transition(this.threadId, "completed", { reason: null });
-      this.#emitState("completed", null);
-      return { outcome: "completed", thread: done };
-    }
-    const outcome = typeof out.outcome === "string" ? out.outcome : "none";
-    if (outcome === "cancelled") return this.#fail("cancelled");
-    if (outcome === "budget_exhausted") return this.#fail(`budget exhausted: ${String(out.reason ?? "")}`);
-    return this.#fail(`the orchestrator returned without calling FINAL (outcome ${outcome})`);
+    const requested = this.#requestedTransition();
+    const end = interpretOutcome({
+      finalOutcome: t.final_outcome ? (JSON.parse(t.final_outcome) as Record<string, unknown>) : null,
+      finalResult: t.final_result,
+      returned: output,
+      requested,
+      cancelRequested: t.cancel_requested === 1,
+    });
+    if (end.kind === "failed") return this.#fail(end.reason);
+    this.#host.fillMissingResults("the thread ended before this call ran");
+    this.#countSkills(true);
+    const done = threads.transition(this.threadId, "completed", { reason: end.reason });
+    this.#emitState("completed", end.reason);
+    return { outcome: "completed", thread: done };
+  }
+
+  /** The last `__transition_to__` the script asked for. */
+  #requestedTransition(): { to: string; reason: string } | null {
+    const row = this.#d.threads
+      .sql(
+        "SELECT payload FROM events WHERE entity_kind = 'thread' AND entity_id = ? AND type = ? ORDER BY id DESC LIMIT 1",
+      )
+      .get(this.threadId, ThreadEvent.TransitionRequested) as { payload: string } | undefined;
+    return row ? (JSON.parse(row.payload) as { to: string; reason: string }) : null;
+  }
+
+  /** The skills the script said it injected (`__set_active_skills__`) get a use counted. */
+  #countSkills(success: boolean): void {
+    const row = this.#d.threads
+      .sql(
+        "SELECT payload FROM events WHERE entity_kind = 'thread' AND entity_id = ? AND type = ? ORDER BY id DESC LIMIT 1",
+      )
+      .get(this.threadId, ThreadEvent.SkillsActive) as { payload: string } | undefined;
+    if (!row) return;
+    const ids = (JSON.parse(row.payload) as { doc_ids: string[] }).doc_ids;
+    this.#d.threads.tx(() => {
+      for (const id of ids) countSkillUse(this.#d, id, success);
+    });
   }
 
   #orchestratorFailed(e: unknown): DriveResult {
@@ -349,6 +416,7 @@ export class Driver {
     if (t.state === "failed" || t.state === "completed" || t.state === "done")
       return { outcome: t.state === "failed" ? "failed" : "completed", thread: t };
     this.#host.fillMissingResults(`not run: the thread ended (${reason})`);
+    this.#countSkills(false);
     const row = threads.transition(this.threadId, "failed", { reason });
     this.#emitState("failed", reason);
     return { outcome: "failed", thread: row };

@@ -1,75 +1,59 @@
 /**
- * The host functions an orchestrator calls (`__llm_complete__`, `__execute_action__`, …, `FINAL`).
- * Each answers with a value or a Python error for the VM; a {@link HostStop} ends the drive (budget,
- * cancel, a wait that let go). Names the host does not serve raise NameError, so a script's own
- * functions are never shadowed (Monty resolves those itself).
+ * The host functions an orchestrator calls — the original engine's API (docs/threads.md, "Host
+ * functions"): `__llm_complete__`, `__execute_action__`, `__execute_actions_parallel__`,
+ * `__execute_code_step__`, `__check_signals__`, …, `FINAL`. Each answers with a value or a Python
+ * error for the VM, or ends the drive with a result the engine handles (waiting, suspended,
+ * failed). A read answers without saving anything; a write commits its effects together with the
+ * answered checkpoint. Names the host does not serve raise NameError.
  */
 import { ErrorCode } from "../core/index.js";
-import type { ModelMessage, ToolCall, ToolDef } from "../model/index.js";
-import { executeAction } from "./checkpoint.js";
+import type { ToolDef } from "../model/index.js";
+import { findLease } from "./action-keys.js";
+import { type ActionCall, type ActionOutcome, executeAction, executeActions } from "./checkpoint.js";
 import { runCodeStep } from "./code-step.js";
-import { DocKind, parseMeta, parseTags } from "./documents.js";
-import type { EngineDeps } from "./engine.js";
+import { DocKind } from "./documents.js";
 import { ThreadEvent } from "./events.js";
+import { listSkillsForScript, recordSkillUsage, scriptRegex, setActiveSkills } from "./host-skills.js";
+import {
+  type EngineDeps,
+  type HostAnswer,
+  type HostContext,
+  type HostHooks,
+  type HostResult,
+  pyError,
+  stop,
+} from "./host-types.js";
 import { LLM_TIMEOUT_MS } from "./limits.js";
+import { classifyReply, scriptMessagesToModel, toModelMessages } from "./llm-shapes.js";
+import { canTransition, isThreadState } from "./states.js";
 import type { MessageRow } from "./thread-store.js";
 
-/** The answer to one host call: a value, or an exception raised in the script. */
-export type HostAnswer = { value: unknown } | { error: { type: string; message: string } };
+export { toModelMessages } from "./llm-shapes.js";
 
-/** Ends the drive: the thread fails with `reason`, or (outcome `waiting`) stays Waiting. */
-export class HostStop extends Error {
-  constructor(
-    /** `suspended`: the driver was interrupted; the thread keeps its checkpoint. */
-    readonly outcome: "failed" | "waiting" | "suspended",
-    readonly reason: string,
-  ) {
-    super(reason);
-  }
-}
+const str = (v: unknown, fallback = ""): string =>
+  typeof v === "string" ? v : v === undefined || v === null ? fallback : JSON.stringify(v);
+const obj = (v: unknown): Record<string, unknown> =>
+  v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 
-export interface HostContext {
-  /** Number of this host call in the thread. */
-  seq: number;
-  /** Runs `effects` and saves the answered checkpoint in one transaction. */
-  commit(answer: HostAnswer, effects?: () => void): HostAnswer;
-}
-
-export interface HostHooks {
-  waitForDecision(approvalId: string): Promise<"decided" | "released" | "cancelled">;
-  /** A host-side failure raised into the script (so the script's death is not blamed on it). */
-  hostError(message: string): void;
-}
-
-export const pyError = (type: string, message: string): HostAnswer => ({ error: { type, message } });
-
-function str(v: unknown, fallback = ""): string {
-  return typeof v === "string" ? v : v === undefined || v === null ? fallback : JSON.stringify(v);
-}
-
-/** Stored messages → the model's conversation (system messages are folded into the system prompt). */
-export function toModelMessages(rows: readonly MessageRow[]): { messages: ModelMessage[]; system: string[] } {
-  const messages: ModelMessage[] = [];
-  const system: string[] = [];
-  for (const r of rows) {
-    if (r.role === "system") system.push(r.content);
-    else if (r.role === "user") messages.push({ role: "user", content: r.content });
-    else if (r.role === "assistant") {
-      const calls = r.tool_calls ? (JSON.parse(r.tool_calls) as ToolCall[]) : [];
-      messages.push({ role: "assistant", content: r.content, ...(calls.length ? { toolCalls: calls } : {}) });
-    } else
-      messages.push({
-        role: "tool",
-        toolCallId: r.call_id ?? "",
-        toolName: r.tool_name ?? "",
-        content: r.content,
-        ...(r.is_error ? { isError: true } : {}),
-      });
-  }
-  return { messages, system };
-}
+/** `__emit_event__` kinds the host records; others are dropped. */
+export const KNOWN_SCRIPT_EVENTS = new Set([
+  "step_started",
+  "step_completed",
+  "skill_activated",
+  "duplicate_final_dropped",
+  "final_fallback",
+  "action_refused",
+  "action_error",
+  "tool_intent_nudge",
+]);
 
 export class HostCalls {
+  /** The assistant text of the last completion (so a script's `__add_message__` of it is not stored twice). */
+  #lastReply: { text: string; code: string | null } | null = null;
+  /** Every call in messages up to this id has its result. */
+  #filledThrough = 0;
+  #rows: MessageRow[] = [];
+
   constructor(
     readonly d: EngineDeps,
     readonly threadId: string,
@@ -81,45 +65,30 @@ export class HostCalls {
     args: unknown[],
     kwargs: Record<string, unknown>,
     ctx: HostContext,
-  ): Promise<HostAnswer> {
+  ): Promise<HostResult> {
     const arg = (i: number, key: string): unknown => (args.length > i ? args[i] : kwargs[key]);
     switch (name) {
       case "__llm_complete__":
-        return this.llmComplete(kwargs, ctx);
+        return this.llmComplete(arg(0, "messages"), obj(arg(2, "config")), ctx);
       case "__execute_action__":
-        return executeAction(
-          this,
-          str(arg(0, "name")),
-          arg(1, "args") ?? {},
-          str(kwargs.call_id ?? args[2], ""),
+        return this.executeOne(
+          {
+            callId: str(kwargs.call_id ?? args[2], "") || `host-${ctx.seq}`,
+            action: str(arg(0, "name")),
+            args: obj(arg(1, "params") ?? kwargs.args),
+          },
           ctx,
         );
+      case "__execute_actions_parallel__":
+        return this.executeMany(arg(0, "calls"), ctx);
       case "__execute_code_step__":
-        return runCodeStep(this, str(arg(0, "code")), ctx);
+        return runCodeStep(this, str(arg(0, "code")), arg(1, "state") ?? {}, ctx);
       case "__check_signals__":
-        return { value: this.d.threads.require(this.threadId).cancel_requested ? "cancel" : null };
+        return this.checkSignals(ctx);
       case "__emit_event__":
         return this.emitEvent(str(arg(0, "kind")), kwargs, ctx);
-      case "__add_message__": {
-        const role = str(arg(0, "role"));
-        if (!["user", "assistant", "system"].includes(role))
-          return pyError(
-            "ValueError",
-            `__add_message__: role must be user, assistant or system (got ${role})`,
-          );
-        const content = str(arg(1, "content"));
-        return ctx.commit({ value: null }, () =>
-          this.d.threads.addMessage({
-            thread_id: this.threadId,
-            role: role as MessageRow["role"],
-            content,
-            tool_calls: null,
-            call_id: null,
-            tool_name: null,
-            is_error: 0,
-          }),
-        );
-      }
+      case "__add_message__":
+        return this.addMessage(str(arg(0, "role")), str(arg(1, "content")), ctx);
       case "__save_checkpoint__": {
         const state = JSON.stringify(arg(0, "state") ?? null);
         return ctx.commit({ value: null }, () => this.d.threads.setScriptState(this.threadId, state));
@@ -127,36 +96,38 @@ export class HostCalls {
       case "__transition_to__":
         return this.transitionTo(str(arg(0, "state")), str(arg(1, "reason"), ""), ctx);
       case "__retrieve_docs__": {
-        const limit = Number(arg(1, "limit") ?? 5);
+        const limit = Number(arg(1, "max_docs") ?? kwargs.limit ?? 5);
         const rows = this.d.docs.search(
-          str(arg(0, "query")),
-          [DocKind.Insight, DocKind.Playbook, DocKind.Skill],
-          limit,
+          str(arg(0, "goal") ?? kwargs.query),
+          [DocKind.Insight, DocKind.Playbook],
+          Number.isFinite(limit) ? limit : 5,
         );
         return {
-          value: rows.map((r) => ({ doc_id: r.doc_id, kind: r.kind, title: r.title, content: r.content })),
+          value: rows.map((r) => ({ type: r.kind, title: r.title, content: r.content, doc_id: r.doc_id })),
         };
       }
       case "__check_budget__":
         return { value: this.budget() };
       case "__get_actions__":
-        return { value: await this.d.actions.list(this.d.signal) };
+        return { value: await this.leasedActions() };
       case "__list_skills__":
-        return { value: this.skills() };
+        return { value: listSkillsForScript(this.d) };
       case "__record_skill_usage__":
-        return this.recordSkillUsage(str(arg(0, "doc_id")), Boolean(arg(1, "success")), ctx);
-      case "FINAL": {
-        const v = arg(0, "result");
-        return ctx.commit({ value: null }, () =>
-          this.d.threads.patch(this.threadId, { final_result: str(v) }),
-        );
+        return recordSkillUsage(this.d, str(arg(0, "doc_id")), Boolean(arg(1, "success")), ctx);
+      case "__regex_match__": {
+        const re = scriptRegex(str(arg(0, "pattern")));
+        return { value: re ? re.test(str(arg(1, "text"))) : false };
       }
+      case "__set_active_skills__":
+        return setActiveSkills(this.d, this.threadId, arg(0, "doc_ids"), ctx);
+      case "FINAL":
+        return this.final(arg(0, "outcome") ?? kwargs.result ?? kwargs.value, ctx);
       default:
         return pyError("NameError", `name '${name}' is not defined`);
     }
   }
 
-  /** Budget status; `ok:false` names the first budget used up. */
+  /** Budget status in the original's shape, plus `ok` and `reason` naming the first budget used up. */
   budget(): Record<string, unknown> {
     const t = this.d.threads.require(this.threadId);
     const b = JSON.parse(t.budget) as {
@@ -174,73 +145,103 @@ export class HostCalls {
       reason = `cost $${t.cost_usd.toFixed(4)} of $${b.max_cost_usd} used`;
     else if (t.step_count >= b.max_steps) reason = `steps ${t.step_count} of ${b.max_steps} used`;
     return {
+      tokens_remaining: b.max_tokens - tokens,
+      time_remaining_ms: b.max_duration_ms - elapsed,
+      usd_remaining: b.max_cost_usd - t.cost_usd,
+      steps_remaining: b.max_steps - t.step_count,
       ok: reason === null,
       reason,
-      tokens_used: tokens,
-      tokens_limit: b.max_tokens,
-      elapsed_ms: elapsed,
-      time_limit_ms: b.max_duration_ms,
-      cost_usd: t.cost_usd,
-      cost_limit_usd: b.max_cost_usd,
-      steps: t.step_count,
-      steps_limit: b.max_steps,
     };
+  }
+
+  /** The actions a live lease covers, as `[{name, description, params}]`. */
+  async leasedActions(): Promise<{ name: string; description: string; params: Record<string, unknown> }[]> {
+    const leases = this.d.threads.leases(this.threadId);
+    const now = (this.d.nowMs ?? Date.now)();
+    return (await this.d.actions.list(this.d.signal))
+      .filter((a) => findLease(leases, a.name, now) !== undefined)
+      .map((a) => ({ name: a.name, description: a.description, params: a.parameters }));
   }
 
   /** Every tool call of the conversation without a result gets one (an error saying it did not run). */
   fillMissingResults(why: string): void {
-    this.d.threads.fillMissingResults(this.threadId, why);
+    this.#filledThrough = this.d.threads.fillMissingResults(this.threadId, why, this.#filledThrough);
   }
 
-  /** Accounts tokens and their cost on the thread. */
-  addUsage(input: number, output: number): void {
+  /** The thread's stored messages; read once, then only the new ones (messages are append-only). */
+  conversation(): MessageRow[] {
+    const last = this.#rows.at(-1)?.id ?? 0;
+    this.#rows.push(...this.d.threads.messagesAfter(this.threadId, last));
+    return this.#rows;
+  }
+
+  /** Accounts tokens and their cost on the thread; returns the cost. */
+  addUsage(input: number, output: number): number {
     const p = this.d.config.pricing;
     const cost = (input / 1000) * p.input_per_1k_tokens + (output / 1000) * p.output_per_1k_tokens;
     this.d.threads.addTokens(this.threadId, input, output, cost);
+    return cost;
   }
 
-  async llmComplete(kwargs: Record<string, unknown>, ctx: HostContext): Promise<HostAnswer> {
+  #systemPrompt(extra: readonly string[], ownSystem: boolean): string {
+    return (ownSystem && extra.length ? extra : [this.d.config.systemPrompt, ...extra]).join("\n\n");
+  }
+
+  /**
+   * `__llm_complete__(messages, actions, config)`: `messages` None → the thread's conversation;
+   * tools are the leased actions (none with `config.force_text`). The reply and its tool calls are
+   * recorded on the thread; invalid calls get their error result at once.
+   */
+  async llmComplete(
+    rawMessages: unknown,
+    config: Record<string, unknown>,
+    ctx: HostContext,
+  ): Promise<HostResult> {
     const budget = this.budget();
-    if (!budget.ok) throw new HostStop("failed", `budget exhausted: ${String(budget.reason)}`);
+    if (!budget.ok) return stop("failed", `budget exhausted: ${String(budget.reason)}`);
     this.fillMissingResults("not run: the orchestrator moved on without running this call");
     const { threads } = this.d;
-    const { messages, system } = toModelMessages(threads.messages(this.threadId));
-    const sys = [str(kwargs.system, this.d.config.systemPrompt), ...system].join("\n\n");
-    const defs = Array.isArray(kwargs.actions) ? (kwargs.actions as Record<string, unknown>[]) : [];
-    const tools: ToolDef[] = defs.map((a) => ({
-      name: str(a.name),
-      description: str(a.description),
-      inputSchema: (a.parameters as Record<string, unknown>) ?? { type: "object" },
-    }));
+    const own = Array.isArray(rawMessages);
+    const conv = own ? scriptMessagesToModel(rawMessages) : toModelMessages(this.conversation());
+    const tools: ToolDef[] =
+      config.force_text === true
+        ? []
+        : (await this.leasedActions()).map((a) => ({
+            name: a.name,
+            description: a.description,
+            inputSchema: a.params ?? { type: "object" },
+          }));
     let completion: Awaited<ReturnType<ReturnType<EngineDeps["model"]>["complete"]>>;
     try {
       completion = await this.d.model().complete({
-        system: sys,
-        messages,
+        system: this.#systemPrompt(conv.system, own),
+        messages: conv.messages,
         tools,
         timeoutMs: LLM_TIMEOUT_MS,
-        ...(typeof kwargs.max_tokens === "number" ? { maxOutputTokens: kwargs.max_tokens } : {}),
+        ...(typeof config.max_tokens === "number" ? { maxOutputTokens: config.max_tokens } : {}),
         ...(this.d.signal ? { signal: this.d.signal } : {}),
         onText: (delta) => this.d.onEvent?.({ type: "text", delta }),
       });
     } catch (e) {
       const code = (e as { code?: string }).code;
-      if (code === ErrorCode.Cancelled) throw new HostStop("suspended", "interrupted");
+      if (code === ErrorCode.Cancelled) return stop("suspended", "interrupted");
       const msg = `model call failed: ${(e as Error).message}`;
       this.hooks.hostError(msg);
       return ctx.commit(pyError("RuntimeError", msg));
     }
     const valid = completion.toolCalls.filter((c) => !c.invalid);
-    const answer: HostAnswer = {
-      value: {
-        text: completion.text,
-        action_calls: valid.map((c) => ({ call_id: c.id, name: c.name, args: c.args ?? {} })),
-        usage: { input: completion.usage.inputTokens, output: completion.usage.outputTokens },
-        finish_reason: completion.finishReason,
-      },
-    };
-    return ctx.commit(answer, () => {
-      this.addUsage(completion.usage.inputTokens, completion.usage.outputTokens);
+    const p = this.d.config.pricing;
+    const { inputTokens: inT, outputTokens: outT } = completion.usage;
+    const cost = (inT / 1000) * p.input_per_1k_tokens + (outT / 1000) * p.output_per_1k_tokens;
+    const reply = classifyReply(
+      completion.text,
+      valid,
+      { input: inT, output: outT, costUsd: cost },
+      completion.finishReason,
+    );
+    this.#lastReply = { text: completion.text, code: reply.code };
+    return ctx.commit({ value: reply }, () => {
+      this.addUsage(inT, outT);
       threads.addMessage({
         thread_id: this.threadId,
         role: "assistant",
@@ -264,18 +265,104 @@ export class HostCalls {
         });
       }
       threads.event(this.threadId, ThreadEvent.LlmCompleted, {
-        input_tokens: completion.usage.inputTokens,
-        output_tokens: completion.usage.outputTokens,
+        input_tokens: inT,
+        output_tokens: outT,
         tool_calls: completion.toolCalls.map((c) => c.name),
         finish_reason: completion.finishReason,
+        type: reply.type,
       });
     });
   }
 
-  emitEvent(kind: string, kwargs: Record<string, unknown>, ctx: HostContext): HostAnswer {
+  get #scope() {
+    return { d: this.d, threadId: this.threadId, hooks: this.hooks };
+  }
+
+  async executeOne(call: ActionCall, ctx: HostContext): Promise<HostResult> {
+    const r = await executeAction(this.#scope, call);
+    if ("stop" in r) return r;
+    return ctx.commit({ value: r.result }, r.effects);
+  }
+
+  /** `__execute_actions_parallel__(calls)`: one result per call, in order. */
+  async executeMany(raw: unknown, ctx: HostContext): Promise<HostResult> {
+    if (!Array.isArray(raw))
+      return pyError("TypeError", "__execute_actions_parallel__: calls must be a list");
+    const calls: ActionCall[] = raw.map((c, i) => {
+      const o = obj(c);
+      return {
+        callId: str(o.call_id, "") || `host-${ctx.seq}-${i + 1}`,
+        action: str(o.name),
+        args: obj(o.params ?? o.args),
+      };
+    });
+    const r = await executeActions(this.#scope, calls);
+    if ("stop" in r) return r;
+    return ctx.commit({ value: r });
+  }
+
+  /** Runs one call for a code step (its writes commit at once; the code step's answer comes later). */
+  async executeForCode(call: ActionCall): Promise<ActionOutcome | { stop: string; reason: string }> {
+    const r = await executeAction(this.#scope, call);
+    if ("stop" in r) return r;
+    if (r.effects) this.d.threads.tx(r.effects);
+    return r;
+  }
+
+  /** `None`, `"stop"` (cancel requested), or `{"inject": text}` for the oldest message injected and not yet delivered. */
+  checkSignals(ctx: HostContext): HostResult {
     const { threads } = this.d;
-    if (!/^[a-z][a-z0-9_]{0,63}$/.test(kind))
-      return pyError("ValueError", `__emit_event__: kind must be snake_case (got ${JSON.stringify(kind)})`);
+    if (threads.cancelRequested(this.threadId)) return { value: "stop" };
+    const next = threads.nextInjected(this.threadId);
+    if (!next) return { value: null };
+    return ctx.commit({ value: { inject: next.content } }, () => {
+      threads.markDelivered(next.id);
+      this.#storeMessage("user", next.content);
+      threads.event(this.threadId, ThreadEvent.MessageInjected, {
+        inbox_id: next.id,
+        chars: next.content.length,
+      });
+    });
+  }
+
+  #storeMessage(role: MessageRow["role"], content: string): void {
+    this.d.threads.addMessage({
+      thread_id: this.threadId,
+      role,
+      content,
+      tool_calls: null,
+      call_id: null,
+      tool_name: null,
+      is_error: 0,
+    });
+  }
+
+  /**
+   * `__add_message__(role, content)`: roles user, assistant, system, `system_append` (added to the
+   * system prompt). The reply of the last completion and a message the host already stored (an
+   * injected one) are not stored twice.
+   */
+  addMessage(rawRole: string, content: string, ctx: HostContext): HostResult {
+    const role = rawRole.toLowerCase();
+    if (!["user", "assistant", "system", "system_append"].includes(role))
+      return pyError(
+        "ValueError",
+        `__add_message__: role must be user, assistant, system or system_append (got ${rawRole})`,
+      );
+    const last = this.d.threads.lastMessage(this.threadId);
+    const stored = role === "system_append" ? "system" : role;
+    if (last && last.role === stored && last.content === content) return ctx.commit({ value: null });
+    if (role === "assistant" && this.#lastReply) {
+      const r = this.#lastReply;
+      if (content === r.text || (r.code !== null && content.includes(r.code.trim())))
+        return ctx.commit({ value: null });
+    }
+    return ctx.commit({ value: null }, () => this.#storeMessage(stored as MessageRow["role"], content));
+  }
+
+  emitEvent(kind: string, kwargs: Record<string, unknown>, ctx: HostContext): HostResult {
+    const { threads } = this.d;
+    if (!KNOWN_SCRIPT_EVENTS.has(kind)) return { value: null };
     if (kind === "step_completed") {
       return ctx.commit({ value: null }, () => {
         const n = threads.addStep(this.threadId);
@@ -288,8 +375,8 @@ export class HostCalls {
       });
     }
     if (kind === "skill_activated") {
-      const names = str(kwargs.skill_names)
-        .split(",")
+      const raw = kwargs.skill_names;
+      const names = (Array.isArray(raw) ? raw.map((x) => str(x)) : str(raw).split(","))
         .map((s) => s.trim())
         .filter(Boolean);
       this.d.onEvent?.({ type: "skills", names });
@@ -302,45 +389,41 @@ export class HostCalls {
     );
   }
 
-  transitionTo(state: string, reason: string, ctx: HostContext): HostAnswer {
-    if (state === "running") return ctx.commit({ value: null });
-    if (state === "failed")
-      throw new HostStop("failed", reason || "the orchestrator moved the thread to failed");
-    return pyError(
-      "ValueError",
-      `__transition_to__: ${state} is entered by the host (waiting: approvals; suspended: restarts; completed: FINAL)`,
+  /**
+   * `__transition_to__(state, reason)`: the script says where the thread goes; the host moves it
+   * (approvals: Waiting; FINAL: Completed/Failed) and records the request and its reason.
+   * An unknown name raises ValueError, a move the table forbids from Running raises RuntimeError.
+   */
+  transitionTo(state: string, reason: string, ctx: HostContext): HostResult {
+    const target = state.toLowerCase();
+    if (!isThreadState(target))
+      return pyError(
+        "ValueError",
+        `__transition_to__: unknown state ${JSON.stringify(state)} (one of created, running, waiting, suspended, completed, done, failed)`,
+      );
+    if (target !== "running" && !canTransition("running", target))
+      return pyError("RuntimeError", `__transition_to__: a running thread cannot move to ${target}`);
+    return ctx.commit({ value: null }, () =>
+      this.d.threads.event(this.threadId, ThreadEvent.TransitionRequested, { to: target, reason }),
     );
   }
 
-  skills(): Record<string, unknown>[] {
-    return this.d.docs.list(DocKind.Skill).map((r) => {
-      const m = parseMeta(r);
-      return {
-        doc_id: r.doc_id,
-        name: r.title,
-        content: r.content,
-        tags: parseTags(r),
-        keywords: (m.keywords as string[]) ?? [],
-        excluded_keywords: (m.excluded_keywords as string[]) ?? [],
-        patterns: (m.patterns as string[]) ?? [],
-        source: (m.source as string) ?? "authored",
-        usage_count: (m.usage_count as number) ?? 0,
-        success_count: (m.success_count as number) ?? 0,
-        failure_count: (m.failure_count as number) ?? 0,
-      };
-    });
-  }
-
-  recordSkillUsage(docId: string, success: boolean, ctx: HostContext): HostAnswer {
-    const doc = this.d.docs.get(docId);
-    if (!doc || doc.kind !== DocKind.Skill) return pyError("ValueError", `no skill ${docId}`);
-    return ctx.commit({ value: null }, () => {
-      // Read again inside the transaction: another thread may have counted a use meanwhile.
-      const m = parseMeta(this.d.docs.get(docId) ?? doc);
-      m.usage_count = ((m.usage_count as number) ?? 0) + 1;
-      const key = success ? "success_count" : "failure_count";
-      m[key] = ((m[key] as number) ?? 0) + 1;
-      this.d.docs.updateMeta(docId, m);
-    });
+  /** `FINAL(outcome)`: a dict `{outcome, response, error, …}` is kept as an object; any other value is the answer. */
+  final(v: unknown, ctx: HostContext): HostResult {
+    const isOutcome = v !== null && typeof v === "object" && !Array.isArray(v) && "outcome" in v;
+    const outcome: Record<string, unknown> = isOutcome
+      ? { ...(v as Record<string, unknown>) }
+      : { outcome: "completed", response: v };
+    // The script's state travels in the checkpoint already; the outcome keeps what a reader needs.
+    delete outcome.state;
+    const response = outcome.response;
+    return ctx.commit({ value: null }, () =>
+      this.d.threads.patch(this.threadId, {
+        final_result: response === undefined || response === null ? null : str(response),
+        final_outcome: JSON.stringify(outcome),
+      }),
+    );
   }
 }
+
+export type { HostAnswer };

@@ -47,6 +47,7 @@ const decideBody = z.strictObject({
   reason: z.string().max(MAX_TEXT_CHARS).optional(),
 });
 const cancelBody = z.strictObject({ reason: z.string().max(MAX_TEXT_CHARS).optional() });
+const injectBody = z.strictObject({ message: z.string().min(1).max(MAX_TEXT_CHARS) });
 
 async function body<T>(c: Context, schema: z.ZodType<T>): Promise<T> {
   const text = decodeUtf8Strict(new Uint8Array(await c.req.arrayBuffer()), "the request body", "body");
@@ -166,6 +167,14 @@ export function registerThreadRoutes(
     );
   }
   app.post(
+    `${p}/:id/inject`,
+    route(async (c, svc) => {
+      const b = await body(c, injectBody);
+      const r = svc.inject(c.req.param("id") ?? "", b.message);
+      return c.json({ thread_id: r.thread.thread_id, state: r.thread.state, inbox_id: r.inboxId }, 202);
+    }),
+  );
+  app.post(
     `${p}/:id/cancel`,
     route(async (c, svc) => {
       const b = await body(c, cancelBody);
@@ -266,5 +275,11 @@ export function threadOpenApiPaths(prefix = "/threads"): Record<string, unknown>
       "{approval, resumed}",
     ),
     [`${prefix}/{threadId}/cancel`]: post("cancel the thread", cancelBody, 200, "{thread}"),
+    [`${prefix}/{threadId}/inject`]: post(
+      "queue a message for the thread; its orchestrator gets it from __check_signals__ at its next step",
+      injectBody,
+      202,
+      "{thread_id, state, inbox_id}",
+    ),
   };
 }

@@ -3,9 +3,10 @@
  * (Monty), with host functions, one action checkpoint (leases, policy, approvals), skills and
  * learning missions. See ARCHITECTURE.md and docs/threads.md.
  */
+
+export { argsHash, canonicalJson } from "./action-keys.js";
 export type { ActionDef, ActionProvider } from "./actions.js";
 export { bridgeActions, effectFor } from "./actions.js";
-export { argsHash, canonicalJson } from "./checkpoint.js";
 export type { ThreadsConfig } from "./config.js";
 export { compileThreadsConfig, DEFAULT_SYSTEM_PROMPT, loadThreadsConfig } from "./config.js";
 export type { DocumentRow, NewDocument } from "./documents.js";

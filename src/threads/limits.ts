@@ -39,6 +39,9 @@ export const APPROVAL_POLL_MS = 150;
 /** How long a driver waits for a decision before it lets go (the thread stays Waiting). */
 export const DEFAULT_APPROVAL_WAIT_MS = 60 * 60_000;
 
+/** How long an approval request can be decided (`threads.approval_ttl_seconds`); then it expires. */
+export const DEFAULT_APPROVAL_TTL_MS = 24 * 60 * 60_000;
+
 /** Consecutive failures of an orchestrator version before the engine falls back. */
 export const ORCHESTRATOR_MAX_CONSECUTIVE_FAILURES = 3;
 

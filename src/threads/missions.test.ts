@@ -1,9 +1,12 @@
 // Mission triggers (pure), daily caps, proposals (syntax check + test threads before a version is
 // saved), cancel, and the cost budget — through the real engine.
 import { afterEach, describe, expect, it } from "vitest";
+import { scriptedModelClient } from "../testing/scripted-model-client.js";
 import { type Kit, makeKit } from "../testing/threads-kit.js";
+import { compileThreadsConfig } from "./config.js";
 import { missionsFor } from "./missions.js";
 import { acceptProposal, listProposals, rejectProposal } from "./proposals.js";
+import { ThreadService } from "./service.js";
 import type { ThreadRow } from "./thread-store.js";
 
 let kit: Kit | undefined;
@@ -35,8 +38,8 @@ describe("mission triggers", () => {
   });
 });
 
-const PROPOSED_OK = `def run_loop(goal, config):\n    __add_message__("user", goal)\n    actions = __get_actions__()\n    while True:\n        reply = __llm_complete__(system=config["system_prompt"], actions=actions)\n        for c in reply["action_calls"]:\n            try:\n                __execute_action__(c["name"], c["args"], call_id=c["call_id"])\n            except Exception as e:\n                pass\n        if len(reply["action_calls"]) == 0:\n            FINAL("v-next: " + reply["text"])\n            return {"outcome": "completed"}\n\nrun_loop(goal, config)\n`;
-const PROPOSED_NO_FINAL = `__add_message__("user", goal)\nreply = __llm_complete__(system="x", actions=__get_actions__())\n{"outcome": "completed"}\n`;
+const PROPOSED_OK = `def run_loop():\n    while True:\n        reply = __llm_complete__(None, actions, None)\n        if reply["type"] == "actions":\n            __execute_actions_parallel__(reply["calls"])\n        else:\n            FINAL({"outcome": "completed", "response": "v-next: " + reply["content"]})\n            return\n\nrun_loop()\n`;
+const PROPOSED_NO_FINAL = `reply = __llm_complete__(None, actions, None)\n{"outcome": "completed"}\n`;
 
 describe("missions through the engine", () => {
   it("playbook extraction after a long successful thread; conversation insights on the 5th thread of a project", async () => {
@@ -118,7 +121,7 @@ describe("proposals", () => {
         { tool_calls: [{ id: "x2", name: "echo__fail", arguments: {} }] },
         { text: "failed twice" },
         { match: { contains: "Mission self-improvement" }, text: answer("def broken(:\n") },
-        { text: "handled by the new version" },
+        { text: "handled by the new version", repeat: 2 },
       ],
     });
     const { svc } = kit;
@@ -138,7 +141,9 @@ describe("proposals", () => {
 
     const accepted = await acceptProposal(svc, good!.doc_id);
     expect(accepted.version).toBe(1);
-    expect(svc.versions.active().version).toBe(1);
+    // A version a mission wrote runs only with threads.self_modify on (default off).
+    expect(svc.versions.active().version).toBe(0);
+    expect(svc.versions.active({ selfModify: true }).version).toBe(1);
     await expect(acceptProposal(svc, good!.doc_id)).rejects.toThrow("was already accepted");
     expect(() => rejectProposal(svc, good!.doc_id, "late")).toThrow("was already accepted");
     // Each decision is one event, written with it (a refused second decision writes none).
@@ -149,8 +154,22 @@ describe("proposals", () => {
       [bad.doc_id, "rejected"],
       [good!.doc_id, "accepted"],
     ]);
-    const next = await svc.start("use the new loop");
+    const off = await svc.start("self-modification is off");
+    expect(off.thread.orchestrator_version).toBe(0);
+    expect(off.thread.orchestrator_why).toBe(
+      "the built-in orchestrator; v1 written by a learning mission skipped: threads.self_modify is off",
+    );
+    const on = new ThreadService({
+      store: kit.store,
+      config: compileThreadsConfig({ self_modify: true }),
+      model: () => scriptedModelClient(kit!.model),
+      missions: false,
+    });
+    const next = await on.start("use the new loop");
     expect(next.thread.orchestrator_version).toBe(1);
+    expect(next.thread.orchestrator_why).toBe(
+      "the highest version, written by a learning mission (threads.self_modify is on)",
+    );
     expect(next.thread.final_result).toBe("v-next: handled by the new version");
   });
 
@@ -199,5 +218,27 @@ describe("cancel and budgets", () => {
     const b = await kit.svc.start("spend");
     expect(b.outcome).toBe("failed");
     expect(b.thread.reason).toBe("budget exhausted: cost $3.0000 of $2.5 used");
+  });
+});
+
+describe("orchestrator save checks behaviour", () => {
+  it("a script that only reaches completed is refused with the first failing check named", async () => {
+    const { selfTestOrchestrator } = await import("./proposals.js");
+    const onlyCompletes = 'FINAL({"outcome": "completed", "response": "done"})\n';
+    expect((await selfTestOrchestrator(onlyCompletes))[0]).toBe(
+      'plain answer: the answer is "done", want text containing "42"',
+    );
+    // Answers right but never runs the tools the model asked for.
+    const noTools =
+      'r = __llm_complete__(None, actions, None)\nwhile r["type"] == "actions":\n    r = __llm_complete__(None, actions, None)\nFINAL({"outcome": "completed", "response": r["content"]})\n';
+    expect((await selfTestOrchestrator(noTools))[0]).toBe(
+      "one tool call then an answer: the expected tool selftest_echo did not run",
+    );
+    // Runs only the first of several calls: the others get "not run" results, and the check names the tools.
+    const firstOnly =
+      'r = __llm_complete__(None, actions, None)\nwhile r["type"] == "actions":\n    c = r["calls"][0]\n    __execute_action__(c["name"], c["params"], call_id=c["call_id"])\n    r = __llm_complete__(None, actions, None)\nFINAL({"outcome": "completed", "response": r["content"]})\n';
+    expect((await selfTestOrchestrator(firstOnly))[0]).toBe(
+      "parallel tool calls: tools ran [selftest_echo], want [selftest_echo, selftest_echo]",
+    );
   });
 });

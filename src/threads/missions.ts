@@ -6,16 +6,30 @@
  * thread (`kind` `mission:<name>`) whose FINAL answer (JSON) names documents to write. A proposed
  * orchestrator or prompt change is stored as a proposal, applied only by `acceptProposal`.
  */
+
+import type { ThreadsConfig } from "./config.js";
+import type { Documents } from "./documents.js";
 import { DocKind } from "./documents.js";
 import { ThreadEvent } from "./events.js";
+import type { DriveOutcome } from "./host-types.js";
 import {
   INSIGHTS_EVERY_N_THREADS,
   MISSION_DAILY_CAP,
   PLAYBOOK_MIN_ACTIONS,
   PLAYBOOK_MIN_STEPS,
 } from "./limits.js";
-import type { ThreadService } from "./service.js";
-import type { ThreadRow } from "./thread-store.js";
+import type { ThreadRow, ThreadStore } from "./thread-store.js";
+
+/** What the missions need of the thread service (so missions.ts does not import service.ts). */
+export interface MissionHost {
+  threads: ThreadStore;
+  docs: Documents;
+  config: ThreadsConfig;
+  start(
+    goal: string,
+    opts: { kind: string; parentThreadId: string; project?: string; model?: string },
+  ): Promise<{ outcome: DriveOutcome; thread: ThreadRow }>;
+}
 
 export const Mission = {
   SelfImprovement: "self-improvement",
@@ -43,7 +57,8 @@ interface Facts {
 /** Which missions a completed thread fires (pure). */
 export function missionsFor(f: Facts): Mission[] {
   const out: Mission[] = [];
-  if (f.thread.kind.startsWith("mission:") || f.thread.kind === "test") return out;
+  if (f.thread.kind.startsWith("mission:") || f.thread.kind === "test" || f.thread.kind === "subagent")
+    return out;
   if (f.failedActions > 0) out.push(Mission.SelfImprovement);
   if (f.thread.step_count >= PLAYBOOK_MIN_STEPS && f.actions >= PLAYBOOK_MIN_ACTIONS)
     out.push(Mission.PlaybookExtraction);
@@ -64,7 +79,7 @@ const GOALS: Record<Mission, string> = {
     '{"insights":[{"title","content"}]}.',
 };
 
-function trace(svc: ThreadService, t: ThreadRow): string {
+function trace(svc: MissionHost, t: ThreadRow): string {
   const lines = [`Thread ${t.thread_id} (${t.state}, ${t.step_count} steps): ${t.goal}`];
   for (const m of svc.threads.messages(t.thread_id).slice(-30)) {
     const text = m.content.length > 400 ? `${m.content.slice(0, 400)}…` : m.content;
@@ -94,7 +109,7 @@ const strs = (v: unknown): string[] =>
 
 /** Writes the documents a mission's answer names; returns their ids. */
 function writeDocuments(
-  svc: ThreadService,
+  svc: MissionHost,
   mission: Mission,
   source: ThreadRow,
   missionThread: string,
@@ -158,7 +173,7 @@ function writeDocuments(
  * Fires the missions of every completed thread whose completion event has not been handled yet,
  * then moves each such thread Completed → Done.
  */
-export async function dispatchMissions(svc: ThreadService): Promise<MissionReport[]> {
+export async function dispatchMissions(svc: MissionHost): Promise<MissionReport[]> {
   const { threads } = svc;
   const reports: MissionReport[] = [];
   // Completion events of threads still Completed (the ones no dispatch has handled yet), oldest first.
@@ -224,7 +239,7 @@ export async function dispatchMissions(svc: ThreadService): Promise<MissionRepor
         });
         toRun.push(m);
       }
-      threads.transition(source.thread_id, "done", { expect: ["completed"], reason: null });
+      threads.transition(source.thread_id, "done", { expect: ["completed"] });
     });
     for (const m of toRun) {
       const goal = `${GOALS[m]}\n\n${trace(svc, source)}`;

@@ -1,48 +1,71 @@
 /**
  * The built-in orchestrator, version 0: the Python loop every thread runs unless a newer stored
- * version (`orchestrator:main`, tag `orchestrator_code`) wins. It runs in Monty, calls the host
- * through the `__name__` functions of docs/threads.md, and owns skill selection (scoring, budget,
- * injection), so a mission can evolve it without touching the host.
+ * version (`orchestrator:main`, tag `orchestrator_code`) wins. It runs in Monty against the same
+ * host API as the original engine's scripts (docs/threads.md, "Host API"): the injected `context`,
+ * `goal`, `actions`, `state`, `config`, and the `__name__` host functions. It owns skill selection
+ * (scoring, budget, injection) and the tool-intent nudge, so a mission can evolve them.
  */
 export const DEFAULT_ORCHESTRATOR_VERSION = 0;
 
-export const DEFAULT_ORCHESTRATOR = `# Ratchet orchestrator v0 (built in).
-import re
+export const DEFAULT_ORCHESTRATOR = String.raw`# Ratchet orchestrator v0 (built in). Host API: docs/threads.md.
+
+# Typographic quotes and dashes fold to ASCII before skills are matched (autocorrect input).
+PUNCT_FOLD = [
+    ("\u2018", "'"), ("\u2019", "'"), ("\u201a", "'"), ("\u201b", "'"),
+    ("\u201c", '"'), ("\u201d", '"'), ("\u201e", '"'), ("\u201f", '"'),
+    ("\u2013", "-"), ("\u2014", "-"),
+]
+
+NUDGE = ("You said you would perform an action, but you did not include any tool calls.\n"
+         "Do NOT describe what you intend to do - actually call the tool now.")
 
 
-def skill_words(text):
-    return re.findall(r"[a-z0-9_+#.-]+", text.lower())
+def fold_punctuation(text):
+    out = text
+    for src, dst in PUNCT_FOLD:
+        out = out.replace(src, dst)
+    return out
+
+
+def words_of(text):
+    out = []
+    for w in text.split():
+        t = w.strip(".,!?;:'\"()[]{}<>")
+        if t:
+            out.append(t)
+    return out
 
 
 def score_skill(skill, goal):
-    text = goal.lower()
-    words = skill_words(goal)
-    for ex in skill.get("excluded_keywords", []):
-        if ex.lower() in text:
+    meta = skill.get("metadata", {})
+    act = meta.get("activation", {})
+    text = fold_punctuation(goal)
+    lower = text.lower()
+    words = words_of(lower)
+    for ex in act.get("exclude_keywords", []):
+        if fold_punctuation(ex).lower() in lower:
             return 0
     kw = 0
-    for k in skill.get("keywords", []):
-        k = k.lower()
+    for k in act.get("keywords", []):
+        k = fold_punctuation(k).lower()
         if k in words:
             kw += 10
-        elif k in text:
+        elif k in lower:
             kw += 5
-    kw = min(kw, 30)
     tag = 0
-    for t in skill.get("tags", []):
-        if t.lower() in text:
+    for t in act.get("tags", []):
+        if t.lower() in lower:
             tag += 3
-    tag = min(tag, 15)
     pat = 0
-    for p in skill.get("patterns", []):
-        if re.search(p, goal, re.IGNORECASE):
+    for p in act.get("patterns", []):
+        if __regex_match__("(?i)" + p, text):
             pat += 20
-    pat = min(pat, 40)
-    score = kw + tag + pat
-    if skill.get("source") == "learned":
-        uses = skill.get("success_count", 0) + skill.get("failure_count", 0)
-        if uses > 0:
-            score = score * skill.get("success_count", 0) / uses
+    score = min(kw, 30) + min(tag, 15) + min(pat, 40)
+    if meta.get("source") == "extracted":
+        m = meta.get("metrics", {})
+        total = m.get("success_count", 0) + m.get("failure_count", 0)
+        if total > 0:
+            score = score * m.get("success_count", 0) / total
     return score
 
 
@@ -58,7 +81,7 @@ def select_skills(skills, goal, budget_tokens, max_active):
     for e in scored:
         if len(picked) >= max_active:
             break
-        cost = len(e["skill"]["content"]) // 4 + 1
+        cost = max(e["skill"]["metadata"]["activation"].get("max_context_tokens", 1), 1)
         if used + cost > budget_tokens:
             continue
         used += cost
@@ -69,71 +92,83 @@ def select_skills(skills, goal, budget_tokens, max_active):
 def format_skills(skills):
     blocks = []
     for s in skills:
-        blocks.append('<skill name="' + s["name"] + '">\\n' + s["content"].strip() + "\\n</skill>")
-    return "## Active Skills\\n\\n" + "\\n\\n".join(blocks)
+        blocks.append('<skill name="' + s["metadata"]["name"] + '">\n' + s["content"].strip() + "\n</skill>")
+    return "## Active Skills\n\n" + "\n\n".join(blocks)
 
 
-def extract_code(text):
-    m = re.search(r"\`\`\`(?:python|repl)\\n(.*?)\`\`\`", text, re.DOTALL)
-    if m:
-        return m.group(1)
-    return None
+def signals_tool_intent(text):
+    lower = text.lower()
+    for exc in ["let me know", "let me explain", "let me think", "let me summarize", "let me clarify"]:
+        if exc in lower:
+            return False
+    for prefix in ["let me ", "i'll ", "i will ", "i'm going to "]:
+        i = lower.find(prefix)
+        while i >= 0:
+            after = lower[i + len(prefix):]
+            for verb in ["search", "look up", "check", "fetch", "find", "call", "run", "query", "create", "add", "append", "read", "write", "delete", "update"]:
+                if after.startswith(verb):
+                    return True
+            i = lower.find(prefix, i + 1)
+    return False
 
 
-def run_actions(calls):
-    for c in calls:
-        try:
-            __execute_action__(c["name"], c["args"], call_id=c["call_id"])
-        except PermissionError as e:
-            __emit_event__("action_refused", name=c["name"], error=str(e))
-        except Exception as e:
-            __emit_event__("action_error", name=c["name"], error=str(e))
+def activate_skills(goal, config, state):
+    skills = select_skills(__list_skills__(), goal, config["skill_budget_tokens"], config["max_skills"])
+    if len(skills) == 0:
+        return
+    __add_message__("system_append", format_skills(skills))
+    __set_active_skills__([{"doc_id": s["doc_id"], "name": s["metadata"]["name"]} for s in skills])
+    __emit_event__("skill_activated", skill_names=",".join([s["metadata"]["name"] for s in skills]))
+    state["active_skill_ids"] = [s["doc_id"] for s in skills]
 
 
-def run_loop(goal, config):
-    system = config["system_prompt"]
-    state = {"step": 0, "active_skill_ids": []}
-    if not config.get("resumed"):
-        skills = select_skills(__list_skills__(), goal, config["skill_budget_tokens"], config["max_skills"])
-        if len(skills) > 0:
-            system = system + "\\n\\n" + format_skills(skills)
-            state["active_skill_ids"] = [s["doc_id"] for s in skills]
-            __emit_event__("skill_activated", skill_names=",".join([s["name"] for s in skills]))
-        __add_message__("user", goal)
-    actions = __get_actions__()
-    while True:
-        if __check_signals__() == "cancel":
-            return {"outcome": "cancelled"}
+def run_code(code, state):
+    r = __execute_code_step__(code, state)
+    out = r["stdout"]
+    if out == "" and r["return_value"] is not None:
+        out = str(r["return_value"])
+    __add_message__("user", "Code step output:\n" + out)
+    return r
+
+
+def run_loop(context, goal, actions, state, config):
+    state["step"] = 0
+    state["nudges"] = 0
+    activate_skills(goal, config, state)
+    for step in range(config.get("step_count", 0), config.get("max_iterations", 50)):
+        signal = __check_signals__()
+        if signal == "stop":
+            return {"outcome": "stopped"}
         budget = __check_budget__()
         if not budget["ok"]:
-            return {"outcome": "budget_exhausted", "reason": budget["reason"]}
-        reply = __llm_complete__(system=system, actions=actions)
-        calls = reply["action_calls"]
-        code = extract_code(reply["text"])
-        if len(calls) > 0:
-            run_actions(calls)
+            __transition_to__("failed", "budget exhausted")
+            return {"outcome": "failed", "error": "budget exhausted: " + budget["reason"]}
+        reply = __llm_complete__(None, actions, None)
+        kind = reply["type"]
         final_answer = None
-        if code is not None:
-            step = __execute_code_step__(code)
-            out = step["output"]
-            if step["error"] is not None:
-                out = out + "\\nError: " + step["error"]
-            __add_message__("user", "Code step output:\\n" + out)
-            final_answer = step["final"]
+        if kind == "actions":
+            __execute_actions_parallel__(reply["calls"])
+        elif kind == "code":
+            r = run_code(reply["code"], state)
+            final_answer = r["final_answer"]
         state["step"] = state["step"] + 1
-        __save_checkpoint__(state)
+        __save_checkpoint__(state, {"nudges": state["nudges"]})
         __emit_event__("step_completed", step=state["step"])
         if final_answer is not None:
-            FINAL(final_answer)
-            for sid in state["active_skill_ids"]:
-                __record_skill_usage__(sid, True)
-            return {"outcome": "completed"}
-        if len(calls) == 0 and code is None:
-            FINAL(reply["text"])
-            for sid in state["active_skill_ids"]:
-                __record_skill_usage__(sid, True)
-            return {"outcome": "completed"}
+            __transition_to__("completed", "FINAL() in code")
+            return {"outcome": "completed", "response": final_answer}
+        if kind == "text":
+            text = reply["content"]
+            if config.get("enable_tool_intent_nudge", True) and state["nudges"] < config.get("max_tool_intent_nudges", 2) and len(actions) > 0 and signals_tool_intent(text):
+                state["nudges"] = state["nudges"] + 1
+                __emit_event__("tool_intent_nudge", count=state["nudges"])
+                __add_message__("user", NUDGE)
+                continue
+            __transition_to__("completed", "text response")
+            return {"outcome": "completed", "response": text}
+    __transition_to__("completed", "max iterations reached")
+    return {"outcome": "max_iterations"}
 
 
-run_loop(goal, config)
+FINAL(run_loop(context, goal, actions, state, config))
 `;

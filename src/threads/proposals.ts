@@ -8,6 +8,7 @@ import { ErrorCode, RatchetError } from "../core/index.js";
 import type { Completion, CompletionRequest, ModelClient } from "../model/index.js";
 import { openSqlite, SqliteStore } from "../store/index.js";
 import type { ActionProvider } from "./actions.js";
+import { compileThreadsConfig } from "./config.js";
 import { DocKind, type DocumentRow, parseMeta } from "./documents.js";
 import { ThreadEvent } from "./events.js";
 import { EffectType } from "./policy.js";
@@ -26,69 +27,158 @@ function cannedModel(replies: Omit<Completion, "attempts">[]): ModelClient {
   };
 }
 
-const SELF_TEST_ACTION: ActionProvider = {
-  list: async () => [
-    {
-      name: "selftest_echo",
-      description: "Returns its text.",
-      parameters: { type: "object", properties: { text: { type: "string" } } },
-      effect: EffectType.ReadOnly,
+/** The test threads' tools; every call is counted, so a check can say which tool ran. */
+function selfTestActions(ran: { name: string; args: Record<string, unknown> }[]): ActionProvider {
+  return {
+    list: async () => [
+      {
+        name: "selftest_echo",
+        description: "Returns its text.",
+        parameters: { type: "object", properties: { text: { type: "string" } } },
+        effect: EffectType.ReadOnly,
+      },
+      {
+        name: "selftest_write",
+        description: "Writes its text (needs an approval).",
+        parameters: { type: "object", properties: { text: { type: "string" } } },
+        effect: EffectType.WriteLocal,
+      },
+    ],
+    call: async (name, args) => {
+      ran.push({ name, args });
+      return { echoed: args.text ?? null };
     },
-  ],
-  call: async (_n, args) => ({ echoed: args.text ?? null }),
-  close: async () => {},
-};
+    close: async () => {},
+  };
+}
 
-/** Runs the engine's test threads with `code` as the orchestrator; returns failures (empty = passed). */
+const reply = (text: string, calls: { id: string; name: string; args: unknown }[] = []) => ({
+  text,
+  toolCalls: calls,
+  usage: { inputTokens: 1, outputTokens: 1 },
+  finishReason: calls.length ? ("tool-calls" as const) : ("stop" as const),
+});
+
+interface SelfTestCase {
+  name: string;
+  replies: Omit<Completion, "attempts">[];
+  /** The tools that must have run, in order. */
+  ran: string[];
+  /** Text the answer must contain. */
+  answer: string;
+  approve?: boolean;
+}
+
+const CASES: SelfTestCase[] = [
+  { name: "plain answer", replies: [reply("42")], ran: [], answer: "42" },
+  {
+    name: "one tool call then an answer",
+    replies: [
+      reply("", [{ id: "call_selftest_1", name: "selftest_echo", args: { text: "ping" } }]),
+      reply("pong"),
+    ],
+    ran: ["selftest_echo"],
+    answer: "pong",
+  },
+  {
+    name: "parallel tool calls",
+    replies: [
+      reply("", [
+        { id: "call_selftest_p1", name: "selftest_echo", args: { text: "a" } },
+        { id: "call_selftest_p2", name: "selftest_echo", args: { text: "b" } },
+      ]),
+      reply("both echoed"),
+    ],
+    ran: ["selftest_echo", "selftest_echo"],
+    answer: "both echoed",
+  },
+  {
+    name: "approval round trip",
+    replies: [
+      reply("", [{ id: "call_selftest_w", name: "selftest_write", args: { text: "w" } }]),
+      reply("written"),
+    ],
+    ran: ["selftest_write"],
+    answer: "written",
+    approve: true,
+  },
+];
+
+/** How long a test thread may wait for the self-test's own approval. */
+const SELF_TEST_APPROVAL_WAIT_MS = 10_000;
+
+/**
+ * Runs the engine's test threads with `code` as the orchestrator and checks behaviour, not just
+ * completion: the answer text, that the expected tools ran (and only once), exactly one result
+ * per call id, and an approval round trip. Returns the failures, first failing check first.
+ */
 export async function selfTestOrchestrator(code: string, vm: VmFactory = montyVm): Promise<string[]> {
   const failures: string[] = [];
   const store = new SqliteStore(openSqlite(":memory:", { create: true }));
   try {
-    const cases: { name: string; replies: Omit<Completion, "attempts">[] }[] = [
-      {
-        name: "plain answer",
-        replies: [
-          { text: "42", toolCalls: [], usage: { inputTokens: 1, outputTokens: 1 }, finishReason: "stop" },
-        ],
-      },
-      {
-        name: "one tool call then an answer",
-        replies: [
-          {
-            text: "",
-            toolCalls: [{ id: "call_selftest_1", name: "selftest_echo", args: { text: "ping" } }],
-            usage: { inputTokens: 1, outputTokens: 1 },
-            finishReason: "tool-calls",
-          },
-          { text: "pong", toolCalls: [], usage: { inputTokens: 1, outputTokens: 1 }, finishReason: "stop" },
-        ],
-      },
-    ];
-    for (const c of cases) {
+    for (const c of CASES) {
+      const ran: { name: string; args: Record<string, unknown> }[] = [];
       const svc = new ThreadService({
         store,
         vm,
+        config: compileThreadsConfig({
+          policy: { default: "allow", rules: [{ action: "selftest_write", decision: "require_approval" }] },
+        }),
         model: () => cannedModel(c.replies),
-        actions: () => SELF_TEST_ACTION,
+        actions: () => selfTestActions(ran),
         missions: false,
+        approvalWaitMs: SELF_TEST_APPROVAL_WAIT_MS,
       });
       svc.versions.save(code, vm, { self_test: true });
-      const r = await svc.start(`self-test: ${c.name}`, { kind: "test" });
-      if (r.outcome !== "completed") {
-        failures.push(`${c.name}: thread ${r.outcome}: ${r.thread.reason ?? ""}`);
-        continue;
+      const row = svc.create(`self-test: ${c.name}`, { kind: "test" });
+      const running = svc.run(row.thread_id);
+      let approved = false;
+      if (c.approve) {
+        for (let i = 0; i < 200 && !approved; i++) {
+          const t = svc.threads.require(row.thread_id);
+          if (t.state === "waiting" && svc.threads.pendingApprovals(row.thread_id).length > 0) {
+            svc.approve(row.thread_id, { by: "self-test" });
+            approved = true;
+          } else if (t.state !== "running" && t.state !== "created") break;
+          else await new Promise((r) => setTimeout(r, 25));
+        }
       }
-      const msgs = svc.threads.messages(r.thread.thread_id);
-      const calls = msgs.flatMap((m) => (m.tool_calls ? (JSON.parse(m.tool_calls) as { id: string }[]) : []));
-      for (const call of calls) {
-        const n = msgs.filter((m) => m.role === "tool" && m.call_id === call.id).length;
-        if (n !== 1) failures.push(`${c.name}: call ${call.id} has ${n} result messages (want 1)`);
-      }
+      const r = await running;
+      const check = selfTestCheck(c, svc, r, ran, approved);
+      if (check) failures.push(`${c.name}: ${check}`);
     }
   } finally {
     store.close();
   }
   return failures;
+}
+
+/** The first failing check of one test thread, or null. */
+function selfTestCheck(
+  c: SelfTestCase,
+  svc: ThreadService,
+  r: Awaited<ReturnType<ThreadService["run"]>>,
+  ran: { name: string }[],
+  approved: boolean,
+): string | null {
+  if (c.approve && !approved)
+    return `the call needing an approval never waited for one (thread ${r.thread.state})`;
+  if (r.outcome !== "completed") return `thread ${r.outcome}: ${r.thread.reason ?? ""}`;
+  const msgs = svc.threads.messages(r.thread.thread_id);
+  const calls = msgs.flatMap((m) => (m.tool_calls ? (JSON.parse(m.tool_calls) as { id: string }[]) : []));
+  for (const call of calls) {
+    const n = msgs.filter((m) => m.role === "tool" && m.call_id === call.id).length;
+    if (n !== 1) return `call ${call.id} has ${n} result messages (want 1)`;
+  }
+  const names = ran.map((x) => x.name);
+  if (names.join(",") !== c.ran.join(","))
+    return c.ran.length && names.length === 0
+      ? `the expected tool ${c.ran[0]} did not run`
+      : `tools ran [${names.join(", ")}], want [${c.ran.join(", ")}]`;
+  const answer = r.thread.final_result ?? "";
+  if (!answer.includes(c.answer))
+    return `the answer is ${JSON.stringify(answer)}, want text containing ${JSON.stringify(c.answer)}`;
+  return null;
 }
 
 export function listProposals(svc: ThreadService): DocumentRow[] {

@@ -66,6 +66,12 @@ export interface ThreadDetail {
   actions: ActionRow[];
   approvals: ApprovalRow[];
   checkpoint: { seq: number; call: string; answered: boolean; bytes: number; script_state: unknown } | null;
+  /** The object the orchestrator passed to FINAL, or null. */
+  outcome: Record<string, unknown> | null;
+  /** Which orchestrator version ran and why that one. */
+  orchestrator: { version: number | null; why: string | null };
+  /** Calls waiting for a decision, with their arguments. */
+  pending: { approval_id: string; call_id: string; action: string; args: unknown; created_at: string }[];
 }
 
 const NO_ACTIONS: ActionProvider = { list: async () => [], call: async () => null, close: async () => {} };
@@ -224,6 +230,19 @@ export class ThreadService {
       ...(this.#o.signal ? { signal: this.#o.signal } : {}),
       ...(this.#o.nowMs ? { nowMs: this.#o.nowMs } : {}),
       ...(this.#o.driverId ? { driverId: this.#o.driverId } : {}),
+      subAgent: async (goal, parentThreadId) => {
+        const r = await this.start(goal, {
+          kind: "subagent",
+          parentThreadId,
+          ...(t.project ? { project: t.project } : {}),
+        });
+        return r.outcome === "completed"
+          ? { ok: true, answer: r.thread.final_result ?? "" }
+          : {
+              ok: false,
+              answer: `the sub-agent thread ${r.thread.thread_id} ended ${r.outcome}: ${r.thread.reason ?? ""}`,
+            };
+      },
     };
     let result: DriveResult;
     try {
@@ -264,7 +283,7 @@ export class ThreadService {
     opts: { approvalId?: string; always?: boolean; by?: string; reason?: string },
   ): { approval: ApprovalRow; driven: boolean } {
     const approval = this.threads.tx(() => {
-      const a = approvalToDecide(this.threads, threadId, opts.approvalId);
+      const a = approvalToDecide(this.threads, threadId, opts.approvalId, this.#nowMs());
       const by = opts.by ?? (process.env.USER || "cli");
       this.threads.decideApproval(a.approval_id, status, Boolean(opts.always), by, opts.reason ?? null);
       const t = this.threads.require(threadId);
@@ -306,6 +325,58 @@ export class ThreadService {
     });
   }
 
+  /**
+   * Revokes the standing grant an `--always` approval gave `action` in `project` (default: no
+   * project): the next call asks again.
+   * @throws RatchetError `not_found` when there is no such grant.
+   */
+  revoke(action: string, project = ""): { action: string; project: string } {
+    return this.threads.tx(() => {
+      if (!this.threads.revokeGrant(action, project))
+        throw new RatchetError(
+          ErrorCode.NotFound,
+          `no standing grant for action ${action}${project ? ` in project ${project}` : " (no project)"}`,
+          { field: "action" },
+        );
+      this.threads.store.appendEvent({
+        entityKind: "grant",
+        entityId: `${project}:${action}`,
+        type: ThreadEvent.GrantRevoked,
+        payload: { action, project },
+      });
+      return { action, project };
+    });
+  }
+
+  /**
+   * Queues a message for a thread that has not ended; its orchestrator gets it from
+   * `__check_signals__` at its next step (the message is then part of the conversation).
+   * @throws RatchetError `invalid_value` (empty text), `not_found`, `illegal_transition` (ended).
+   */
+  inject(threadId: string, content: string): { thread: ThreadRow; inboxId: number } {
+    if (typeof content !== "string" || content.trim() === "")
+      throw new RatchetError(ErrorCode.InvalidValue, "message must be a non-empty text", {
+        field: "message",
+      });
+    this.recover();
+    return this.threads.tx(() => {
+      const t = this.threads.require(threadId);
+      if (isTerminal(t.state) || t.state === "completed")
+        throw new RatchetError(ErrorCode.IllegalTransition, `thread ${threadId} already ended (${t.state})`, {
+          threadId,
+          from: t.state,
+          to: "running",
+        });
+      const inboxId = this.threads.inject(threadId, content);
+      this.threads.event(threadId, ThreadEvent.MessageInjected, {
+        inbox_id: inboxId,
+        queued: true,
+        chars: content.length,
+      });
+      return { thread: t, inboxId };
+    });
+  }
+
   /** @throws RatchetError `invalid_value` for an unknown state or a limit outside 1–1000. */
   list(q: { state?: string; kind?: string; limit?: number } = {}): ThreadRow[] {
     if (q.state !== undefined && !isThreadState(q.state))
@@ -330,11 +401,23 @@ export class ThreadService {
     this.recover();
     const thread = this.threads.require(threadId);
     const cp = this.threads.checkpoint(threadId);
+    const approvals = this.threads.approvals(threadId);
     return {
       thread,
+      outcome: thread.final_outcome ? (JSON.parse(thread.final_outcome) as Record<string, unknown>) : null,
+      orchestrator: { version: thread.orchestrator_version, why: thread.orchestrator_why ?? null },
+      pending: approvals
+        .filter((a) => a.status === "pending")
+        .map((a) => ({
+          approval_id: a.approval_id,
+          call_id: a.call_id,
+          action: a.action,
+          args: JSON.parse(a.args) as unknown,
+          created_at: a.created_at,
+        })),
       messages: this.threads.messages(threadId),
       actions: this.threads.actions(threadId),
-      approvals: this.threads.approvals(threadId),
+      approvals,
       checkpoint: cp
         ? {
             seq: cp.seq,

@@ -42,6 +42,10 @@ export interface ThreadRow {
   created_at: string;
   updated_at: string;
   finished_at: string | null;
+  /** JSON of the object the orchestrator passed to FINAL (`{outcome, response, …}`), or null. */
+  final_outcome?: string | null;
+  /** Why the orchestrator version that ran was chosen (`stored`, `self_modify off: …`). */
+  orchestrator_why?: string | null;
 }
 
 export interface MessageRow {
@@ -80,6 +84,8 @@ export type ThreadPatch = Partial<
     | "started_ms"
     | "cancel_requested"
     | "model"
+    | "final_outcome"
+    | "orchestrator_why"
   >
 >;
 
@@ -138,6 +144,14 @@ export class ThreadRecords {
     const t = this.get(threadId);
     if (!t) throw new RatchetError(ErrorCode.NotFound, `thread ${threadId} not found`, { threadId });
     return t;
+  }
+
+  /** Whether a cancel was asked (a narrow read: the driver asks before every host call). */
+  cancelRequested(threadId: string): boolean {
+    const r = this.sql("SELECT cancel_requested FROM threads WHERE thread_id = ?").get(threadId) as
+      | { cancel_requested: number }
+      | undefined;
+    return r?.cancel_requested === 1;
   }
 
   list(q: { state?: string; kind?: string; limit?: number } = {}): ThreadRow[] {
@@ -242,6 +256,19 @@ export class ThreadRecords {
     });
   }
 
+  lastMessage(threadId: string): MessageRow | undefined {
+    return this.sql("SELECT * FROM thread_messages WHERE thread_id = ? ORDER BY id DESC LIMIT 1").get(
+      threadId,
+    ) as MessageRow | undefined;
+  }
+
+  messagesAfter(threadId: string, afterId: number): MessageRow[] {
+    return this.sql("SELECT * FROM thread_messages WHERE thread_id = ? AND id > ? ORDER BY id").all(
+      threadId,
+      afterId,
+    ) as MessageRow[];
+  }
+
   messages(threadId: string): MessageRow[] {
     return this.sql("SELECT * FROM thread_messages WHERE thread_id = ? ORDER BY id").all(
       threadId,
@@ -257,9 +284,13 @@ export class ThreadRecords {
     );
   }
 
-  /** Every tool call of the conversation without a result gets one: an error saying why it did not run. */
-  fillMissingResults(threadId: string, why: string): void {
-    const rows = this.messages(threadId);
+  /**
+   * Every tool call of the conversation without a result gets one: an error saying why it did not
+   * run. Only messages after `afterId` are looked at (results always follow their call). Returns
+   * the id below which every call has its result, for the next look.
+   */
+  fillMissingResults(threadId: string, why: string, afterId = 0): number {
+    const rows = this.messagesAfter(threadId, afterId);
     const answered = new Set(rows.filter((m) => m.role === "tool").map((m) => m.call_id));
     const open: { id: string; name: string }[] = [];
     for (const m of rows) {
@@ -267,21 +298,45 @@ export class ThreadRecords {
       for (const c of JSON.parse(m.tool_calls) as { id: string; name: string }[])
         if (!answered.has(c.id)) open.push(c);
     }
-    if (open.length === 0) return;
-    this.tx(() => {
-      for (const c of open) {
-        if (this.hasResult(threadId, c.id)) continue;
-        this.addMessage({
-          thread_id: threadId,
-          role: "tool",
-          content: why,
-          tool_calls: null,
-          call_id: c.id,
-          tool_name: c.name,
-          is_error: 1,
-        });
-      }
-    });
+    if (open.length > 0)
+      this.tx(() => {
+        for (const c of open) {
+          if (this.hasResult(threadId, c.id)) continue;
+          this.addMessage({
+            thread_id: threadId,
+            role: "tool",
+            content: why,
+            tool_calls: null,
+            call_id: c.id,
+            tool_name: c.name,
+            is_error: 1,
+          });
+        }
+      });
+    return this.lastMessage(threadId)?.id ?? afterId;
+  }
+
+  // --- injected messages --------------------------------------------------------------------
+
+  /** Queues a message for a thread; the orchestrator gets it from `__check_signals__`. */
+  inject(threadId: string, content: string): number {
+    const info = this.sql("INSERT INTO thread_inbox (thread_id, content, created_at) VALUES (?, ?, ?)").run(
+      threadId,
+      content,
+      this.now(),
+    );
+    return Number(info.lastInsertRowid);
+  }
+
+  /** The oldest injected message not delivered yet. */
+  nextInjected(threadId: string): { id: number; content: string } | undefined {
+    return this.sql(
+      "SELECT id, content FROM thread_inbox WHERE thread_id = ? AND delivered_at IS NULL ORDER BY id LIMIT 1",
+    ).get(threadId) as { id: number; content: string } | undefined;
+  }
+
+  markDelivered(id: number): void {
+    this.sql("UPDATE thread_inbox SET delivered_at = ? WHERE id = ?").run(this.now(), id);
   }
 
   // --- checkpoints ----------------------------------------------------------------------------
@@ -296,6 +351,31 @@ export class ThreadRecords {
          call_args = excluded.call_args, answered = excluded.answered, answer = excluded.answer,
          script_state = COALESCE(excluded.script_state, thread_checkpoints.script_state), updated_at = excluded.updated_at`,
     ).run({ script_state: null, ...c, updated_at: this.now() });
+  }
+
+  /** Marks the saved VM's pending call answered, without writing the VM again. */
+  markAnswered(threadId: string, seq: number, answer: string): void {
+    this.sql(
+      "UPDATE thread_checkpoints SET answered = 1, answer = ?, updated_at = ? WHERE thread_id = ? AND seq = ?",
+    ).run(answer, this.now(), threadId, seq);
+  }
+
+  /** Records the answer of a host call made after the saved VM (replayed on resume). */
+  journal(threadId: string, seq: number, callName: string, answer: string): void {
+    this.sql(
+      "INSERT OR REPLACE INTO thread_journal (thread_id, seq, call_name, answer) VALUES (?, ?, ?, ?)",
+    ).run(threadId, seq, callName, answer);
+  }
+
+  /** The journal after the saved VM, in call order. */
+  journalAfter(threadId: string, seq: number): { seq: number; call_name: string; answer: string }[] {
+    return this.sql(
+      "SELECT seq, call_name, answer FROM thread_journal WHERE thread_id = ? AND seq > ? ORDER BY seq",
+    ).all(threadId, seq) as { seq: number; call_name: string; answer: string }[];
+  }
+
+  clearJournal(threadId: string): void {
+    this.sql("DELETE FROM thread_journal WHERE thread_id = ?").run(threadId);
   }
 
   checkpoint(threadId: string): CheckpointRow | undefined {

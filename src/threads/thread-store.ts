@@ -41,6 +41,8 @@ export interface ApprovalRow {
   reason: string | null;
   created_at: string;
   decided_at: string | null;
+  /** After this (epoch ms) the request cannot be decided; the call ends as refused. Null: never. */
+  expires_ms?: number | null;
 }
 
 export interface LeaseRow {
@@ -87,9 +89,9 @@ export class ThreadStore extends ThreadRecords {
 
   insertApproval(a: ApprovalRow): void {
     this.sql(
-      `INSERT INTO thread_approvals (approval_id, thread_id, call_id, action, args, args_hash, status, always, decided_by, reason, created_at, decided_at)
-       VALUES (@approval_id, @thread_id, @call_id, @action, @args, @args_hash, @status, @always, @decided_by, @reason, @created_at, @decided_at)`,
-    ).run(a);
+      `INSERT INTO thread_approvals (approval_id, thread_id, call_id, action, args, args_hash, status, always, decided_by, reason, created_at, decided_at, expires_ms)
+       VALUES (@approval_id, @thread_id, @call_id, @action, @args, @args_hash, @status, @always, @decided_by, @reason, @created_at, @decided_at, @expires_ms)`,
+    ).run({ expires_ms: null, ...a });
   }
 
   approval(approvalId: string): ApprovalRow | undefined {
@@ -114,6 +116,15 @@ export class ThreadStore extends ThreadRecords {
     return this.sql(
       "SELECT * FROM thread_approvals WHERE thread_id = ? AND status = 'pending' ORDER BY created_at",
     ).all(threadId) as ApprovalRow[];
+  }
+
+  /** Marks a pending approval whose time ran out as `expired`; returns whether it did. */
+  expireApproval(approvalId: string): boolean {
+    return (
+      this.sql(
+        "UPDATE thread_approvals SET status = 'expired', decided_by = 'expiry', decided_at = ? WHERE approval_id = ? AND status = 'pending'",
+      ).run(this.now(), approvalId).changes > 0
+    );
   }
 
   decideApproval(
@@ -151,6 +162,24 @@ export class ThreadStore extends ThreadRecords {
       this.sql("SELECT 1 FROM action_grants WHERE action = ? AND project = ?").get(action, project) !==
       undefined
     );
+  }
+
+  /** Removes a standing grant; returns whether there was one. */
+  revokeGrant(action: string, project: string): boolean {
+    return (
+      this.sql("DELETE FROM action_grants WHERE action = ? AND project = ?").run(action, project).changes > 0
+    );
+  }
+
+  grants(): { action: string; project: string; approval_id: string; created_at: string }[] {
+    return this.sql(
+      "SELECT action, project, approval_id, created_at FROM action_grants ORDER BY created_at",
+    ).all() as {
+      action: string;
+      project: string;
+      approval_id: string;
+      created_at: string;
+    }[];
   }
 
   addGrant(action: string, project: string, approvalId: string): void {

@@ -5,7 +5,7 @@
  * next lower one is used (the built-in v0 is never disabled).
  */
 import { ErrorCode, RatchetError } from "../core/index.js";
-import { DocKind, type DocumentRow, type Documents, parseTags } from "./documents.js";
+import { DocKind, type DocumentRow, type Documents, parseMeta, parseTags } from "./documents.js";
 import { ThreadEvent } from "./events.js";
 import { ORCHESTRATOR_MAX_CONSECUTIVE_FAILURES } from "./limits.js";
 import { DEFAULT_ORCHESTRATOR, DEFAULT_ORCHESTRATOR_VERSION } from "./orchestrator-default.js";
@@ -24,7 +24,12 @@ export interface OrchestratorVersion {
   total_failures: number;
   disabled_reason: string | null;
   last_error: string | null;
+  /** Who wrote it: `builtin`, `person` (`ratchet orchestrator save`), `mission` (an accepted proposal). */
+  origin: "builtin" | "person" | "mission";
 }
+
+/** The version a thread starts with, and why that one. */
+export type ActiveVersion = OrchestratorVersion & { why: string };
 
 interface FailureRow {
   version: number;
@@ -60,15 +65,24 @@ export class OrchestratorVersions {
     for (const d of this.#stored()) {
       if (seen.has(d.version) || d.version <= DEFAULT_ORCHESTRATOR_VERSION) continue;
       seen.add(d.version);
-      out.push(this.#describe(d.version, d.content, d.doc_id));
+      const meta = parseMeta(d);
+      out.push(
+        this.#describe(d.version, d.content, d.doc_id, meta.proposal || meta.mission ? "mission" : "person"),
+      );
     }
-    out.push(this.#describe(DEFAULT_ORCHESTRATOR_VERSION, DEFAULT_ORCHESTRATOR, "builtin"));
+    out.push(this.#describe(DEFAULT_ORCHESTRATOR_VERSION, DEFAULT_ORCHESTRATOR, "builtin", "builtin"));
     return out;
   }
 
-  #describe(version: number, code: string, source: string): OrchestratorVersion {
+  #describe(
+    version: number,
+    code: string,
+    source: string,
+    origin: OrchestratorVersion["origin"],
+  ): OrchestratorVersion {
     const f = this.#failures(version);
     return {
+      origin,
       version,
       code,
       source,
@@ -79,10 +93,33 @@ export class OrchestratorVersions {
     };
   }
 
-  /** The version threads start with now. */
-  active(): OrchestratorVersion {
-    const v = this.list().find((x) => x.disabled_reason === null);
-    return v ?? this.#describe(DEFAULT_ORCHESTRATOR_VERSION, DEFAULT_ORCHESTRATOR, "builtin");
+  /**
+   * The version threads start with now: the highest one not disabled — skipping versions the
+   * missions wrote unless `selfModify` (`threads.self_modify`) — with the reason it was chosen.
+   */
+  active(opts: { selfModify?: boolean } = {}): ActiveVersion {
+    const skipped: number[] = [];
+    for (const v of this.list()) {
+      if (v.disabled_reason !== null) continue;
+      if (v.origin === "mission" && !opts.selfModify) {
+        skipped.push(v.version);
+        continue;
+      }
+      const base =
+        v.origin === "builtin"
+          ? "the built-in orchestrator"
+          : v.origin === "person"
+            ? `the highest version saved (by a person)`
+            : "the highest version, written by a learning mission (threads.self_modify is on)";
+      const why = skipped.length
+        ? `${base}; v${skipped.join(", v")} written by a learning mission skipped: threads.self_modify is off`
+        : base;
+      return { ...v, why };
+    }
+    return {
+      ...this.#describe(DEFAULT_ORCHESTRATOR_VERSION, DEFAULT_ORCHESTRATOR, "builtin", "builtin"),
+      why: "the built-in orchestrator",
+    };
   }
 
   /** @throws RatchetError `not_found`. */

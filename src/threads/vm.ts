@@ -16,6 +16,7 @@ import {
   MontySnapshot,
   MontySyntaxError,
 } from "@pydantic/monty";
+import { withForwardNames } from "./script-names.js";
 
 export interface VmLimits {
   maxDurationSecs: number;
@@ -184,7 +185,11 @@ export const montyVm: VmFactory = {
   start(code, opts) {
     let m: Monty;
     try {
-      m = new Monty(code, { scriptName: opts.scriptName, inputs: Object.keys(opts.inputs) });
+      // Helpers defined below their callers resolve to the script's own functions (script-names.ts).
+      m = new Monty(withForwardNames(code), {
+        scriptName: opts.scriptName,
+        inputs: Object.keys(opts.inputs),
+      });
     } catch (e) {
       throw toVmError(e);
     }

@@ -188,6 +188,7 @@ describe("ratchet thread (e2e)", () => {
       {
         version: 0,
         source: "builtin",
+        origin: "builtin",
         active: true,
         consecutive_failures: 0,
         total_failures: 0,
@@ -215,6 +216,9 @@ describe("ratchet thread (e2e)", () => {
     const chat = await ws.run(["chat"], { env, input: "append a line please\ny\nthanks\n" });
     expect(chat.status).toBe(0);
     expect(chat.stdout).toContain("◈ skills: notes");
+    // Piped: no colour codes.
+    expect(chat.stdout).not.toContain("\x1b[");
+    expect(chat.stdout).toContain('approval needed: append {"line":"from chat"} (call ch1)');
     expect(chat.stdout).toContain("Appending now.");
     expect(chat.stdout).toContain("approval needed: append");
     expect(chat.stdout).toContain("approve? [y]es / [n]o / [a]lways");

@@ -376,4 +376,33 @@ ALTER TABLE plans ADD COLUMN extensions TEXT;
 ALTER TABLE metrics ADD COLUMN source TEXT;
 `,
   },
+  {
+    id: 8,
+    name: "thread_inbox",
+    // Threads: messages a person injects into a running thread (delivered by __check_signals__),
+    // the orchestrator's FINAL outcome kept as an object, why a version was the one that ran,
+    // when an approval request expires, and the journal of host calls since the saved VM.
+    sql: `
+CREATE TABLE thread_inbox (
+  id            INTEGER PRIMARY KEY,
+  thread_id     TEXT NOT NULL REFERENCES threads(thread_id),
+  content       TEXT NOT NULL,
+  created_at    TEXT NOT NULL,
+  delivered_at  TEXT
+);
+CREATE INDEX thread_inbox_open ON thread_inbox(thread_id, delivered_at, id);
+ALTER TABLE threads ADD COLUMN final_outcome TEXT;
+ALTER TABLE threads ADD COLUMN orchestrator_why TEXT;
+ALTER TABLE thread_approvals ADD COLUMN expires_ms INTEGER;
+
+-- The answers of the host calls made since the thread's saved VM, replayed on resume.
+CREATE TABLE thread_journal (
+  thread_id     TEXT NOT NULL REFERENCES threads(thread_id),
+  seq           INTEGER NOT NULL,
+  call_name     TEXT NOT NULL,
+  answer        TEXT NOT NULL,
+  PRIMARY KEY (thread_id, seq)
+);
+`,
+  },
 ];
