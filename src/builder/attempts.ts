@@ -9,7 +9,9 @@ import {
   ExecutionMode,
   type LearnedStepResult,
   type LearningsAccess,
+  notRun,
   resolveMode,
+  StepOutcome,
   type Workflow,
   type WorkflowStep,
 } from "../workflow/index.js";
@@ -148,17 +150,7 @@ export function attemptSummary(kind: AttemptKind, outcome: string, error: string
 
 /** The result of an attempt whose script did not run (no main.py, or lock_code without a script). */
 export function notRunAttempt(error: string, log: string = error): LearnedStepResult {
-  return {
-    outcome: "missing_script",
-    fastPath: false,
-    exitCode: null,
-    durationMs: null,
-    error,
-    log,
-    protection: "none",
-    failureReason: null,
-    metadataRecorded: false,
-  };
+  return notRun(StepOutcome.MissingScript, error, log);
 }
 
 /** One attempt's ledger log: its kind and tokens, the agent's log, sub-agents, the run, the diff. */
