@@ -310,13 +310,7 @@ export class ThreadService {
   cancel(threadId: string, reason = "cancelled by user"): ThreadRow {
     this.recover();
     return this.threads.tx(() => {
-      const t = this.threads.require(threadId);
-      if (isTerminal(t.state) || t.state === "completed")
-        throw new RatchetError(ErrorCode.IllegalTransition, `thread ${threadId} already ended (${t.state})`, {
-          threadId,
-          from: t.state,
-          to: "failed",
-        });
+      const t = requireLive(this.threads.require(threadId), "failed");
       this.threads.patch(threadId, { cancel_requested: 1 });
       this.threads.event(threadId, ThreadEvent.CancelRequested, { reason });
       if (driverAlive(t, this.#nowMs())) return this.threads.require(threadId);
@@ -360,13 +354,7 @@ export class ThreadService {
       });
     this.recover();
     return this.threads.tx(() => {
-      const t = this.threads.require(threadId);
-      if (isTerminal(t.state) || t.state === "completed")
-        throw new RatchetError(ErrorCode.IllegalTransition, `thread ${threadId} already ended (${t.state})`, {
-          threadId,
-          from: t.state,
-          to: "running",
-        });
+      const t = requireLive(this.threads.require(threadId), "running");
       const inboxId = this.threads.inject(threadId, content);
       this.threads.event(threadId, ThreadEvent.MessageInjected, {
         inbox_id: inboxId,
@@ -437,4 +425,18 @@ export class ThreadService {
   recover(): RecoveredThread[] {
     return recoverThreads(this.threads, this.#nowMs());
   }
+}
+
+/**
+ * `t` when it has not ended yet.
+ * @throws RatchetError `illegal_transition` (from its state to `to`) for a thread that already ended.
+ */
+function requireLive(t: ThreadRow, to: string): ThreadRow {
+  if (isTerminal(t.state) || t.state === "completed")
+    throw new RatchetError(ErrorCode.IllegalTransition, `thread ${t.thread_id} already ended (${t.state})`, {
+      threadId: t.thread_id,
+      from: t.state,
+      to,
+    });
+  return t;
 }
