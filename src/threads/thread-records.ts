@@ -256,6 +256,13 @@ export class ThreadRecords {
     });
   }
 
+  /** Role and content of the newest message (what `__add_message__` compares with). */
+  lastRoleContent(threadId: string): { role: string; content: string } | undefined {
+    return this.sql(
+      "SELECT role, content FROM thread_messages WHERE thread_id = ? ORDER BY id DESC LIMIT 1",
+    ).get(threadId) as { role: string; content: string } | undefined;
+  }
+
   lastMessage(threadId: string): MessageRow | undefined {
     return this.sql("SELECT * FROM thread_messages WHERE thread_id = ? ORDER BY id DESC LIMIT 1").get(
       threadId,
@@ -328,11 +335,17 @@ export class ThreadRecords {
     return Number(info.lastInsertRowid);
   }
 
-  /** The oldest injected message not delivered yet. */
-  nextInjected(threadId: string): { id: number; content: string } | undefined {
-    return this.sql(
-      "SELECT id, content FROM thread_inbox WHERE thread_id = ? AND delivered_at IS NULL ORDER BY id LIMIT 1",
-    ).get(threadId) as { id: number; content: string } | undefined;
+  /** Whether a cancel was asked, and the oldest injected message not delivered yet (one read). */
+  signals(threadId: string): { cancel: boolean; next: { id: number; content: string } | undefined } {
+    const r = this.sql(
+      `SELECT t.cancel_requested AS cancel, i.id AS id, i.content AS content FROM threads t
+       LEFT JOIN (SELECT id, content FROM thread_inbox WHERE thread_id = ? AND delivered_at IS NULL ORDER BY id LIMIT 1) i
+       WHERE t.thread_id = ?`,
+    ).get(threadId, threadId) as { cancel: number; id: number | null; content: string | null } | undefined;
+    return {
+      cancel: r?.cancel === 1,
+      next: r && r.id !== null ? { id: r.id, content: r.content ?? "" } : undefined,
+    };
   }
 
   markDelivered(id: number): void {
