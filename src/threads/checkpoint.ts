@@ -406,12 +406,14 @@ export async function executeAction(
 /**
  * Several calls: approvals are asked for and waited for first (one at a time), then every call that
  * may run runs concurrently; each call's writes commit as soon as it ends, so a restart replays the
- * finished ones. Results come back in the order of `calls`.
+ * finished ones. Results come back in the order of `calls`. The writes of the last call are left
+ * to the caller, to commit with the answer (one transaction fewer; a crash before it leaves that
+ * call `started`, as a crash before its own transaction did).
  */
 export async function executeActions(
   s: CheckpointScope,
   calls: readonly ActionCall[],
-): Promise<ActionResult[] | HostStopResult> {
+): Promise<{ results: ActionResult[]; effects?: () => void } | HostStopResult> {
   const pre: Preflight[] = [];
   for (const c of calls) pre.push(await preflight(s, c));
   for (let i = 0; i < pre.length; i++) {
@@ -429,13 +431,16 @@ export async function executeActions(
       : Promise.resolve(p.kind === "outcome" ? p.outcome : null),
   );
   const outcomes: (ActionOutcome | null)[] = [];
-  for (const r of running) {
+  let last: (() => void) | undefined;
+  for (const [i, r] of running.entries()) {
     const o = await r;
-    if (o?.effects) s.d.threads.tx(o.effects);
+    if (i === running.length - 1) last = o?.effects;
+    else if (o?.effects) s.d.threads.tx(o.effects);
     outcomes.push(o);
   }
-  return outcomes.map(
+  const results = outcomes.map(
     (o, i) =>
       o?.result ?? { action_name: calls[i]!.action, output: "not run", is_error: true, duration_ms: 0 },
   );
+  return last ? { results, effects: last } : { results };
 }

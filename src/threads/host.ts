@@ -298,7 +298,7 @@ export class HostCalls {
     });
     const r = await executeActions(this.#scope, calls);
     if ("stop" in r) return r;
-    return ctx.commit({ value: r });
+    return ctx.commit({ value: r.results }, r.effects);
   }
 
   /** Runs one call for a code step (its writes commit at once; the code step's answer comes later). */
@@ -312,8 +312,8 @@ export class HostCalls {
   /** `None`, `"stop"` (cancel requested), or `{"inject": text}` for the oldest message injected and not yet delivered. */
   checkSignals(ctx: HostContext): HostResult {
     const { threads } = this.d;
-    if (threads.cancelRequested(this.threadId)) return { value: "stop" };
-    const next = threads.nextInjected(this.threadId);
+    const { cancel, next } = threads.signals(this.threadId);
+    if (cancel) return { value: "stop" };
     if (!next) return { value: null };
     return ctx.commit({ value: { inject: next.content } }, () => {
       threads.markDelivered(next.id);
@@ -349,7 +349,7 @@ export class HostCalls {
         "ValueError",
         `__add_message__: role must be user, assistant, system or system_append (got ${rawRole})`,
       );
-    const last = this.d.threads.lastMessage(this.threadId);
+    const last = this.d.threads.lastRoleContent(this.threadId);
     const stored = role === "system_append" ? "system" : role;
     if (last && last.role === stored && last.content === content) return ctx.commit({ value: null });
     if (role === "assistant" && this.#lastReply) {

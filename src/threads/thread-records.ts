@@ -256,6 +256,13 @@ export class ThreadRecords {
     });
   }
 
+  /** Role and content of the newest message (what `__add_message__` compares with). */
+  lastRoleContent(threadId: string): { role: string; content: string } | undefined {
+    return this.sql(
+      "SELECT role, content FROM thread_messages WHERE thread_id = ? ORDER BY id DESC LIMIT 1",
+    ).get(threadId) as { role: string; content: string } | undefined;
+  }
+
   lastMessage(threadId: string): MessageRow | undefined {
     return this.sql("SELECT * FROM thread_messages WHERE thread_id = ? ORDER BY id DESC LIMIT 1").get(
       threadId,
@@ -328,11 +335,17 @@ export class ThreadRecords {
     return Number(info.lastInsertRowid);
   }
 
-  /** The oldest injected message not delivered yet. */
-  nextInjected(threadId: string): { id: number; content: string } | undefined {
-    return this.sql(
-      "SELECT id, content FROM thread_inbox WHERE thread_id = ? AND delivered_at IS NULL ORDER BY id LIMIT 1",
-    ).get(threadId) as { id: number; content: string } | undefined;
+  /** Whether a cancel was asked, and the oldest injected message not delivered yet (one read). */
+  signals(threadId: string): { cancel: boolean; next: { id: number; content: string } | undefined } {
+    const r = this.sql(
+      `SELECT t.cancel_requested AS cancel, i.id AS id, i.content AS content FROM threads t
+       LEFT JOIN (SELECT id, content FROM thread_inbox WHERE thread_id = ? AND delivered_at IS NULL ORDER BY id LIMIT 1) i
+       WHERE t.thread_id = ?`,
+    ).get(threadId, threadId) as { cancel: number; id: number | null; content: string | null } | undefined;
+    return {
+      cancel: r?.cancel === 1,
+      next: r && r.id !== null ? { id: r.id, content: r.content ?? "" } : undefined,
+    };
   }
 
   markDelivered(id: number): void {
@@ -344,13 +357,20 @@ export class ThreadRecords {
   saveCheckpoint(
     c: Omit<CheckpointRow, "updated_at" | "script_state"> & { script_state?: string | null },
   ): void {
-    this.sql(
-      `INSERT INTO thread_checkpoints (thread_id, seq, vm, call_name, call_args, answered, answer, script_state, updated_at)
-       VALUES (@thread_id, @seq, @vm, @call_name, @call_args, @answered, @answer, @script_state, @updated_at)
-       ON CONFLICT(thread_id) DO UPDATE SET seq = excluded.seq, vm = excluded.vm, call_name = excluded.call_name,
-         call_args = excluded.call_args, answered = excluded.answered, answer = excluded.answer,
-         script_state = COALESCE(excluded.script_state, thread_checkpoints.script_state), updated_at = excluded.updated_at`,
-    ).run({ script_state: null, ...c, updated_at: this.now() });
+    // The VM's bytes go to `thread_vms` (migration 9); the checkpoint row keeps the small fields.
+    this.tx(() => {
+      const { vm, ...row } = c;
+      this.sql(
+        `INSERT INTO thread_checkpoints (thread_id, seq, vm, call_name, call_args, answered, answer, script_state, updated_at)
+         VALUES (@thread_id, @seq, x'', @call_name, @call_args, @answered, @answer, @script_state, @updated_at)
+         ON CONFLICT(thread_id) DO UPDATE SET seq = excluded.seq, call_name = excluded.call_name,
+           call_args = excluded.call_args, answered = excluded.answered, answer = excluded.answer,
+           script_state = COALESCE(excluded.script_state, thread_checkpoints.script_state), updated_at = excluded.updated_at`,
+      ).run({ script_state: null, ...row, updated_at: this.now() });
+      this.sql(
+        "INSERT INTO thread_vms (thread_id, vm) VALUES (?, ?) ON CONFLICT(thread_id) DO UPDATE SET vm = excluded.vm",
+      ).run(c.thread_id, vm);
+    });
   }
 
   /** Marks the saved VM's pending call answered, without writing the VM again. */
@@ -379,9 +399,10 @@ export class ThreadRecords {
   }
 
   checkpoint(threadId: string): CheckpointRow | undefined {
-    return this.sql("SELECT * FROM thread_checkpoints WHERE thread_id = ?").get(threadId) as
-      | CheckpointRow
-      | undefined;
+    return this.sql(
+      `SELECT c.thread_id, c.seq, v.vm, c.call_name, c.call_args, c.answered, c.answer, c.script_state, c.updated_at
+       FROM thread_checkpoints c JOIN thread_vms v USING (thread_id) WHERE c.thread_id = ?`,
+    ).get(threadId) as CheckpointRow | undefined;
   }
 
   setScriptState(threadId: string, state: string): void {

@@ -405,4 +405,18 @@ CREATE TABLE thread_journal (
 );
 `,
   },
+  {
+    id: 9,
+    name: "thread_vms",
+    // Threads: the saved VM in a row of its own, so marking its call answered or storing the
+    // script's state rewrites a small row and not the VM's bytes (SQLite rewrites a whole row).
+    sql: `
+CREATE TABLE thread_vms (
+  thread_id     TEXT PRIMARY KEY REFERENCES threads(thread_id),
+  vm            BLOB NOT NULL
+);
+INSERT INTO thread_vms (thread_id, vm) SELECT thread_id, vm FROM thread_checkpoints;
+UPDATE thread_checkpoints SET vm = x'';
+`,
+  },
 ];

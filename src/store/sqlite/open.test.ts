@@ -50,6 +50,29 @@ describe("openSqlite", () => {
     expect(plan.map((r) => r.detail).join("; ")).not.toMatch(/TEMP B-TREE/);
   });
 
+  it("migration 9 moves each saved thread VM to thread_vms, byte for byte", () => {
+    const path = dbPath();
+    const before = openSqlite(path, { create: true, migrations: MIGRATIONS.filter((m) => m.id < 9) });
+    before
+      .prepare(
+        "INSERT INTO threads (thread_id, goal, kind, state, budget, created_at, updated_at) VALUES ('t1', 'g', 'test', 'waiting', '{}', 'x', 'x')",
+      )
+      .run();
+    const vm = Buffer.from([1, 2, 3, 250, 0, 7]);
+    before
+      .prepare(
+        "INSERT INTO thread_checkpoints (thread_id, seq, vm, call_name, call_args, updated_at) VALUES ('t1', 4, ?, '__llm_complete__', '{}', 'x')",
+      )
+      .run(vm);
+    before.close();
+    const db = openSqlite(path);
+    const row = db.prepare("SELECT vm FROM thread_vms WHERE thread_id = 't1'").get() as { vm: Buffer };
+    expect(Buffer.compare(row.vm, vm)).toBe(0);
+    const cp = db.prepare("SELECT length(vm) AS n, seq FROM thread_checkpoints WHERE thread_id = 't1'").get();
+    expect(cp).toEqual({ n: 0, seq: 4 });
+    db.close();
+  });
+
   it("migration 3 keeps every event and its id, and new ids continue after the highest", () => {
     const path = dbPath();
     const before = openSqlite(path, { create: true, migrations: MIGRATIONS.filter((m) => m.id < 3) });
