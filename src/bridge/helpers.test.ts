@@ -49,6 +49,17 @@ const freePort = () =>
     });
   });
 
+/**
+ * An address where nothing listens, for the connection-refused tests: a free port on a random
+ * loopback address other than 127.0.0.1 (Linux routes all of 127/8 to lo), so another test file
+ * that binds a port on 127.0.0.1 in the meantime cannot answer there.
+ */
+const refusedUrl = async (): Promise<string> => {
+  const port = await freePort();
+  const octet = () => 2 + Math.floor(Math.random() * 250);
+  return `http://127.${octet()}.${octet()}.${octet()}:${port}`;
+};
+
 const env = () => ({ MCP_API_URL: bridge.url, MCP_API_TOKEN: bridge.token });
 
 describe("Python helper (ratchet_tools.py)", () => {
@@ -92,7 +103,7 @@ print(json.dumps(out))
   });
 
   it("retries on connection refused, then gives up with ToolError", async () => {
-    const port = await freePort();
+    const url = await refusedUrl();
     const r = await python(
       `
 import ratchet_tools
@@ -102,11 +113,11 @@ try:
 except ratchet_tools.ToolError as e:
     print(e, e.status)
 `,
-      { MCP_API_URL: `http://127.0.0.1:${port}`, MCP_API_TOKEN: "x" },
+      { MCP_API_URL: url, MCP_API_TOKEN: "x" },
     );
     expect(r.stdout).toMatch(
       new RegExp(
-        `^cannot reach the tool bridge at http://127.0.0.1:${port} after 5 attempt\\(s\\): .*refused.* None\\n$`,
+        `^cannot reach the tool bridge at ${url.replace(/\./g, "\\.")} after 5 attempt\\(s\\): .*refused.* None\\n$`,
         "i",
       ),
     );
@@ -185,16 +196,16 @@ console.log(JSON.stringify(out));
   });
 
   it("retries on connection refused, then gives up with ToolError", async () => {
-    const port = await freePort();
+    const url = await refusedUrl();
     const r = await node(
       `
 import { callCustom, ToolError, MAX_ATTEMPTS } from "./ratchet-tools.mjs";
 try { await callCustom("echo", {}); } catch (e) { console.log(e instanceof ToolError, MAX_ATTEMPTS, e.message); }
 `,
-      { MCP_API_URL: `http://127.0.0.1:${port}`, MCP_API_TOKEN: "x" },
+      { MCP_API_URL: url, MCP_API_TOKEN: "x" },
     );
     expect(r.stdout.trim()).toBe(
-      `true 5 cannot reach the tool bridge at http://127.0.0.1:${port} after 5 attempt(s): ECONNREFUSED`,
+      `true 5 cannot reach the tool bridge at ${url} after 5 attempt(s): ECONNREFUSED`,
     );
   });
 });
