@@ -18,7 +18,7 @@ import { resolveNode, resolvePython } from "./interpreters.js";
 import { DEFAULT_KILL_GRACE_MS } from "./limits.js";
 import { realProcessRunner } from "./process-runner.js";
 import { loadSandboxConfig, pathToolchainRoots, ratchetDirAbove, readRoots } from "./read-roots.js";
-import { confineLauncher, detectSandbox } from "./sandbox.js";
+import { confineLauncher, detectSandbox, type SandboxInfo } from "./sandbox.js";
 import { sweepStaleDirs } from "./stale-dirs.js";
 import type { ProcessRunner, RunRequest } from "./types.js";
 
@@ -31,6 +31,8 @@ export interface CommandSandbox {
   protection: "landlock" | "none";
   /** Why (the probe's answer). */
   reason: string;
+  /** The launcher probe this sandbox was made from (a second sandbox of the same task reuses it). */
+  probed: SandboxInfo;
   /** The folders commands may write to (empty when not confined). */
   writable: string[];
   /** The folders and files commands may read where the launcher confines reads (else empty). */
@@ -54,6 +56,8 @@ export interface CommandSandboxOptions {
   secretDirs?: readonly string[];
   /** Where HOME and PATH come from (default `process.env`). */
   env?: NodeJS.ProcessEnv;
+  /** The launcher probe of an earlier sandbox of the same task (default: probe now). */
+  probed?: SandboxInfo;
 }
 
 /**
@@ -71,12 +75,13 @@ export async function commandSandbox(
   opts: CommandSandboxOptions = {},
 ): Promise<CommandSandbox> {
   // Probed again for every task (a few ms): the answer must come from this task's process runner.
-  const info = await detectSandbox({ languages: ["python"], runner, refresh: true });
+  const info = opts.probed ?? (await detectSandbox({ languages: ["python"], runner, refresh: true }));
   const launcher = confineLauncher(info);
   if (info.python !== "landlock" || launcher.kind === "none") {
     return {
       protection: "none",
       reason: info.reason,
+      probed: info,
       writable: [],
       readable: [],
       wrap: (req) => req,
@@ -122,6 +127,7 @@ export async function commandSandbox(
   return {
     protection: "landlock",
     reason: info.reason,
+    probed: info,
     writable,
     readable,
     tmpDir: tmp,

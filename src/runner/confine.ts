@@ -1,24 +1,34 @@
 /**
- * The runner's side of the command sandbox (src/exec/command-sandbox.ts): finds the worktree's
- * git admin folder, then asks the one door in `exec/` for the sandbox.
+ * The runner's side of the command sandbox (src/exec/command-sandbox.ts): the worktree's git admin
+ * folder, known from its creation, handed to the one door in `exec/`.
  */
 import {
   type CommandSandbox,
   commandSandbox as execCommandSandbox,
   type ProcessRunner,
   realProcessRunner,
+  type SandboxInfo,
 } from "../exec/index.js";
-import { gitRun } from "./git.js";
+import type { Worktree } from "./worktree.js";
 
 export type { CommandSandbox };
 
-/** Prepares the command sandbox of one task (see `exec`'s `commandSandbox`). Never throws for a missing sandbox. */
-export async function commandSandbox(
-  worktree: string,
+/**
+ * Prepares the command sandbox of one worktree (see `exec`'s `commandSandbox`). `probed`: the
+ * launcher probe of the task's first sandbox, so a second one (the fresh-worktree proof) does not
+ * probe again. Never throws for a missing sandbox.
+ */
+export function commandSandbox(
+  worktree: Pick<Worktree, "path" | "adminDir">,
   extraWritable: readonly string[] = [],
   runner: ProcessRunner = realProcessRunner,
+  probed?: SandboxInfo,
 ): Promise<CommandSandbox> {
-  const gitDir = await gitRun(["rev-parse", "--absolute-git-dir"], worktree, runner);
-  const admin = gitDir.exitCode === 0 ? gitDir.stdout.trim() : undefined;
-  return execCommandSandbox(worktree, admin, extraWritable, runner);
+  return execCommandSandbox(
+    worktree.path,
+    worktree.adminDir,
+    extraWritable,
+    runner,
+    probed ? { probed } : {},
+  );
 }

@@ -205,7 +205,7 @@ export async function dryRun(
     const wt = await worktrees.create(spec.cwd);
     let sandbox: CommandSandbox | undefined;
     try {
-      sandbox = await commandSandbox(wt.path, spec.writable_paths, runner);
+      sandbox = await commandSandbox(wt, spec.writable_paths, runner);
       const pre = await preflightDod(spec, wt.path, runner, sandbox);
       dod = {
         passed: pre.dod.passed,

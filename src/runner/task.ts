@@ -8,6 +8,7 @@
  * {@link proveSourceUnchanged} → {@link applyStep} (complete-task mode) → {@link finish}.
  */
 import { ErrorCode, RatchetError } from "../core/index.js";
+import type { SandboxInfo } from "../exec/index.js";
 import { applyToSource } from "./apply.js";
 import { type CommandSandbox, commandSandbox } from "./confine.js";
 import type { DodRun } from "./dod.js";
@@ -60,7 +61,7 @@ async function prepareStep(t: TaskRun, hold: (work: Work) => void): Promise<Conf
   hold(work);
   t.art.event("worktree_created", { path: worktree.path });
   t.opts.onWorktree?.(worktree.path);
-  const sandbox = await commandSandbox(worktree.path, t.spec.writable_paths, t.runner);
+  const sandbox = await commandSandbox(worktree, t.spec.writable_paths, t.runner);
   work.sandbox = sandbox;
   t.art.event("command_sandbox", {
     protection: sandbox.protection,
@@ -186,10 +187,15 @@ function exportStep(t: TaskRun, best: Best): TaskResult | undefined {
 }
 
 /** The DoD on a fresh worktree holding only the exported patch: what decides "passed". */
-async function verifyStep(t: TaskRun, best: Best): Promise<{ passed: boolean; path: string }> {
+async function verifyStep(
+  t: TaskRun,
+  best: Best,
+  probed: SandboxInfo,
+): Promise<{ passed: boolean; path: string }> {
   const fresh = await verifyOnFreshWorktree(t.spec, best.patch, {
     worktrees: t.worktrees,
     runner: t.runner,
+    probed,
     ...(t.opts.signal ? { signal: t.opts.signal } : {}),
   });
   const dod = redactDod(fresh.dod, t.redact);
@@ -256,9 +262,10 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
     const exportRefused = exportStep(t, best);
     if (exportRefused) return exportRefused;
     const ours = [confined.worktree.path];
+    const probed = confined.sandbox.probed;
     work = undefined;
     await removeWork(t, confined);
-    const verified = best.dod.passed ? await verifyStep(t, best) : undefined;
+    const verified = best.dod.passed ? await verifyStep(t, best, probed) : undefined;
     if (verified) ours.push(verified.path);
     if (!(await proveSourceUnchanged(t, before, ours))) return finish(t, "failed", TaskStop.SourceChanged);
     if (!best.dod.passed) return finish(t, "failed", stop);

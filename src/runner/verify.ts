@@ -5,7 +5,7 @@
  * hostile `.git` file) is not there, and protected paths are pristine, so a change outside the
  * allowlist can never make a task pass.
  */
-import type { ProcessRunner } from "../exec/index.js";
+import type { ProcessRunner, SandboxInfo } from "../exec/index.js";
 import { type CommandSandbox, commandSandbox } from "./confine.js";
 import { type DodRun, runDod } from "./dod.js";
 import { restoreProtected, restoreTo } from "./patch.js";
@@ -33,13 +33,13 @@ function notRun(message: string): DodRun {
 export async function verifyOnFreshWorktree(
   spec: TaskSpec,
   patch: string,
-  deps: { worktrees: Worktrees; runner: ProcessRunner; signal?: AbortSignal },
+  deps: { worktrees: Worktrees; runner: ProcessRunner; signal?: AbortSignal; probed?: SandboxInfo },
 ): Promise<FreshVerification> {
   const { worktrees, runner } = deps;
   const wt: Worktree = await worktrees.create(spec.cwd);
   let sandbox: CommandSandbox | undefined;
   try {
-    sandbox = await commandSandbox(wt.path, spec.writable_paths, runner);
+    sandbox = await commandSandbox(wt, spec.writable_paths, runner, deps.probed);
     try {
       await restoreTo(wt.git, spec.allowlist, patch, runner);
     } catch (err) {
