@@ -28,7 +28,6 @@ import { helperFiles, JAVASCRIPT_HELPER_FILE, PYTHON_HELPER_FILE } from "../brid
 import { type Clock, type Redactor, systemClock } from "../core/index.js";
 import {
   buildEnv,
-  findExecutable,
   isSandboxSetupFailure,
   launcherTimedOut,
   type ProcessRunner,
@@ -296,12 +295,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   const baseEnv = input.baseEnv ?? process.env;
   const interpreterName = saved.language === "python" ? "python3" : "node";
   // The real interpreter, not a version manager's shim: its prefixes become the read roots.
-  const resolved =
-    saved.language === "python"
-      ? findExecutable("python3", baseEnv.PATH)
-        ? await resolvePython(baseEnv)
-        : undefined
-      : resolveNode();
+  const resolved = saved.language === "python" ? await resolvePython(baseEnv) : resolveNode();
   const interpreter = resolved?.executable;
   const shownCmd =
     `$ ${interpreterName}${saved.language === "python" ? " -B" : ""} ${scriptName} ${input.dependencyDirs.join(" ")}`.trimEnd();
