@@ -9,6 +9,77 @@ export interface Migration {
   sql: string;
 }
 
+/**
+ * Triggers that make each table append-only: DELETE is refused, and UPDATE is refused unless it
+ * changes only the table's one mutable column (when it has one).
+ */
+function appendOnly(tables: readonly (readonly [table: string, mutable?: string])[]): string {
+  return tables
+    .map(([t, mutable]) => {
+      const del = `CREATE TRIGGER ${t}_no_delete BEFORE DELETE ON ${t} BEGIN SELECT RAISE(ABORT, '${t} is append-only'); END;`;
+      const upd = mutable
+        ? `CREATE TRIGGER ${t}_no_update BEFORE UPDATE ON ${t} WHEN ${updatedOtherThan(t, mutable)} BEGIN SELECT RAISE(ABORT, '${t} is append-only except ${mutable}'); END;`
+        : `CREATE TRIGGER ${t}_no_update BEFORE UPDATE ON ${t} BEGIN SELECT RAISE(ABORT, '${t} is append-only'); END;`;
+      return `${del}\n${upd}`;
+    })
+    .join("\n");
+}
+
+/** A trigger condition true when an UPDATE changes any column but `mutable` (`rowid` stands for the row). */
+function updatedOtherThan(table: string, mutable: string): string {
+  const cols = PROV_COLUMNS[table] ?? [];
+  return cols
+    .filter((c) => c !== mutable)
+    .map((c) => `OLD.${c} IS NOT NEW.${c}`)
+    .join(" OR ");
+}
+
+/** The columns of the provenance tables that have a mutable column (for {@link appendOnly}). */
+const PROV_COLUMNS: Record<string, readonly string[]> = {
+  prov_references: [
+    "id",
+    "project",
+    "kind",
+    "uri",
+    "label",
+    "occurred_at",
+    "registered_at",
+    "verifiability",
+    "visibility",
+    "prev_hash",
+    "hash",
+  ],
+  prov_change_reasons: [
+    "id",
+    "project",
+    "node_key",
+    "run_id",
+    "event_id",
+    "plan_id",
+    "step_id",
+    "kind",
+    "role",
+    "verbatim_utterance_id",
+    "verbatim_start",
+    "verbatim_end",
+    "interpretation",
+    "statement",
+    "rationale",
+    "rationale_visibility",
+    "statement_visibility",
+    "state",
+    "review_after",
+    "occurred_at",
+    "recorded_at",
+    "recorded_by",
+    "tier",
+    "rule_id",
+    "significance",
+    "prev_hash",
+    "hash",
+  ],
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   {
     id: 1,
@@ -418,5 +489,232 @@ CREATE TABLE thread_vms (
 INSERT INTO thread_vms (thread_id, vm) SELECT thread_id, vm FROM thread_checkpoints;
 UPDATE thread_checkpoints SET vm = x'';
 `,
+  },
+  {
+    id: 10,
+    name: "provenance",
+    // Provenance (issue 16, ../shared/specs/provenance.md §2): the node source (analysis runs, node
+    // snapshots, identity events), the user's words and sources, close-time reasons, headlines,
+    // and what was shown (read_hit) versus cited (influence). Every table is append-only (triggers
+    // refuse DELETE and UPDATE); the one mutable column of a table is named on its trigger. Tier
+    // rules are CHECK constraints, so no caller can store a tier its row does not support.
+    sql: `
+CREATE TABLE prov_analysis_runs (
+  id            INTEGER PRIMARY KEY,
+  project       TEXT NOT NULL REFERENCES projects(name),
+  plan_id       TEXT,
+  step_id       TEXT,
+  trigger       TEXT NOT NULL,
+  commit_sha    TEXT,
+  created_at    TEXT NOT NULL
+);
+CREATE INDEX prov_analysis_runs_project ON prov_analysis_runs(project, id);
+CREATE INDEX prov_analysis_runs_plan ON prov_analysis_runs(plan_id, id) WHERE plan_id IS NOT NULL;
+
+CREATE TABLE prov_node_snapshots (
+  run_id          INTEGER NOT NULL REFERENCES prov_analysis_runs(id),
+  node_key        TEXT NOT NULL,
+  node_type       TEXT NOT NULL,
+  qualified_name  TEXT NOT NULL,
+  file_path       TEXT NOT NULL,
+  line_start      INTEGER NOT NULL,
+  line_end        INTEGER NOT NULL,
+  struct_sig      TEXT,
+  dataflow_sig    TEXT,
+  PRIMARY KEY (run_id, node_key)
+);
+CREATE INDEX prov_node_snapshots_key ON prov_node_snapshots(node_key, run_id);
+CREATE INDEX prov_node_snapshots_qn ON prov_node_snapshots(qualified_name, run_id);
+CREATE INDEX prov_node_snapshots_file ON prov_node_snapshots(run_id, file_path, line_start);
+
+CREATE TABLE prov_node_events (
+  run_id      INTEGER NOT NULL REFERENCES prov_analysis_runs(id),
+  seq         INTEGER NOT NULL,
+  event_type  TEXT NOT NULL,
+  node_key    TEXT NOT NULL,
+  payload     TEXT NOT NULL DEFAULT '{}',
+  PRIMARY KEY (run_id, seq)
+);
+CREATE INDEX prov_node_events_key ON prov_node_events(node_key, run_id);
+
+CREATE TABLE prov_utterances (
+  id            INTEGER PRIMARY KEY,
+  session_id    TEXT,
+  project       TEXT,
+  plan_id       TEXT,
+  text          TEXT NOT NULL CHECK (length(text) > 0),
+  occurred_at   TEXT NOT NULL,
+  recorded_at   TEXT NOT NULL,
+  visibility    TEXT NOT NULL DEFAULT 'personal' CHECK (visibility IN ('personal','shareable')),
+  origin        TEXT NOT NULL DEFAULT 'unknown' CHECK (origin IN ('hook','human_cli','agent_cli','import','unknown')),
+  prev_hash     TEXT NOT NULL,
+  hash          TEXT NOT NULL
+);
+CREATE INDEX prov_utterances_plan ON prov_utterances(plan_id) WHERE plan_id IS NOT NULL;
+CREATE INDEX prov_utterances_project ON prov_utterances(project, occurred_at);
+CREATE INDEX prov_utterances_session ON prov_utterances(session_id) WHERE session_id IS NOT NULL;
+
+CREATE TABLE prov_references (
+  id              INTEGER PRIMARY KEY,
+  project         TEXT,
+  kind            TEXT NOT NULL CHECK (kind IN ('email','meeting','chat','ticket','doc','commit','verbal','other')),
+  uri             TEXT,
+  label           TEXT NOT NULL CHECK (length(label) BETWEEN 1 AND 512),
+  occurred_at     TEXT NOT NULL,
+  registered_at   TEXT NOT NULL,
+  verifiability   TEXT NOT NULL CHECK (verifiability =
+                    CASE WHEN kind = 'verbal' THEN 'verbal' WHEN uri IS NOT NULL THEN 'linked' ELSE 'unreachable' END),
+  visibility      TEXT NOT NULL DEFAULT 'shareable' CHECK (visibility IN ('personal','shareable')),
+  last_checked    TEXT,
+  prev_hash       TEXT NOT NULL,
+  hash            TEXT NOT NULL,
+  CHECK (NOT (kind = 'verbal' AND uri IS NOT NULL))
+);
+
+CREATE TABLE prov_change_reasons (
+  id                      INTEGER PRIMARY KEY,
+  project                 TEXT NOT NULL,
+  node_key                TEXT,
+  run_id                  INTEGER,
+  event_id                INTEGER,
+  plan_id                 TEXT NOT NULL,
+  step_id                 TEXT,
+  kind                    TEXT NOT NULL DEFAULT 'technical' CHECK (kind IN ('technical','organizational','mixed')),
+  role                    TEXT NOT NULL DEFAULT 'reason' CHECK (role IN ('reason','rejected_path','constraint')),
+  verbatim_utterance_id   INTEGER REFERENCES prov_utterances(id),
+  verbatim_start          INTEGER,
+  verbatim_end            INTEGER,
+  interpretation          TEXT,
+  statement               TEXT,
+  rationale               TEXT,
+  rationale_visibility    TEXT NOT NULL DEFAULT 'personal',
+  statement_visibility    TEXT NOT NULL DEFAULT 'shareable',
+  state                   TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active','superseded','expired','unknown')),
+  superseded_by           INTEGER,
+  review_after            TEXT,
+  occurred_at             TEXT NOT NULL,
+  recorded_at             TEXT NOT NULL,
+  recorded_by             TEXT NOT NULL CHECK (recorded_by IN ('human','agent','system')),
+  tier                    TEXT NOT NULL CHECK (tier IN ('stated','asserted','derived','unstated')),
+  rule_id                 TEXT,
+  significance            TEXT,
+  prev_hash               TEXT NOT NULL,
+  hash                    TEXT NOT NULL,
+  CHECK (node_key IS NOT NULL OR role = 'rejected_path'),
+  CHECK (tier <> 'stated' OR (verbatim_utterance_id IS NOT NULL AND verbatim_start IS NOT NULL
+         AND verbatim_end IS NOT NULL AND verbatim_start >= 0 AND verbatim_start < verbatim_end)),
+  CHECK (tier <> 'asserted' OR coalesce(interpretation, statement) IS NOT NULL),
+  CHECK (tier <> 'derived' OR rule_id IS NOT NULL),
+  CHECK (tier <> 'unstated' OR (verbatim_utterance_id IS NULL AND interpretation IS NULL
+         AND statement IS NULL AND rationale IS NULL)),
+  CHECK (rationale IS NULL OR coalesce(interpretation, statement) IS NOT NULL)
+);
+CREATE INDEX prov_change_reasons_plan ON prov_change_reasons(plan_id, node_key);
+CREATE INDEX prov_change_reasons_node ON prov_change_reasons(node_key, id);
+CREATE INDEX prov_change_reasons_project ON prov_change_reasons(project, tier, state);
+
+CREATE TABLE prov_reference_links (
+  id              INTEGER PRIMARY KEY,
+  reason_id       INTEGER REFERENCES prov_change_reasons(id),
+  reference_id    INTEGER NOT NULL REFERENCES prov_references(id),
+  utterance_id    INTEGER REFERENCES prov_utterances(id),
+  stance          TEXT NOT NULL DEFAULT 'supports' CHECK (stance IN ('supports','contradicts','context')),
+  CHECK ((reason_id IS NULL) <> (utterance_id IS NULL))
+);
+CREATE UNIQUE INDEX prov_reference_links_reason ON prov_reference_links(reason_id, reference_id) WHERE reason_id IS NOT NULL;
+CREATE UNIQUE INDEX prov_reference_links_utterance ON prov_reference_links(utterance_id, reference_id) WHERE utterance_id IS NOT NULL;
+
+CREATE TABLE prov_reference_checks (
+  id              INTEGER PRIMARY KEY,
+  reference_id    INTEGER NOT NULL REFERENCES prov_references(id),
+  checked_at      TEXT NOT NULL,
+  verdict         TEXT NOT NULL CHECK (verdict IN ('ok','gone','moved','no_access')),
+  note            TEXT,
+  prev_hash       TEXT NOT NULL,
+  hash            TEXT NOT NULL
+);
+CREATE INDEX prov_reference_checks_ref ON prov_reference_checks(reference_id, id);
+
+CREATE TABLE prov_trigger_log (
+  id          INTEGER PRIMARY KEY,
+  project     TEXT NOT NULL,
+  plan_id     TEXT NOT NULL,
+  node_key    TEXT,
+  path        TEXT NOT NULL CHECK (path IN ('code','external')),
+  rule_id     TEXT,
+  verdict     TEXT NOT NULL CHECK (verdict IN ('auto','ask','silent','ambiguous')),
+  basis       TEXT NOT NULL,
+  user_action TEXT,
+  at          TEXT NOT NULL
+);
+CREATE INDEX prov_trigger_log_plan ON prov_trigger_log(plan_id);
+
+CREATE TABLE prov_read_hits (
+  id              INTEGER PRIMARY KEY,
+  reason_id       INTEGER NOT NULL REFERENCES prov_change_reasons(id),
+  project         TEXT NOT NULL,
+  plan_id         TEXT,
+  session_id      TEXT,
+  step_id         TEXT,
+  moment          TEXT NOT NULL CHECK (moment IN ('plan','edit','close','why')),
+  injected_chars  INTEGER,
+  at              TEXT NOT NULL
+);
+CREATE INDEX prov_read_hits_reason ON prov_read_hits(reason_id, moment);
+
+CREATE TABLE prov_influence (
+  id          INTEGER PRIMARY KEY,
+  reason_id   INTEGER NOT NULL REFERENCES prov_change_reasons(id),
+  project     TEXT NOT NULL,
+  plan_id     TEXT,
+  session_id  TEXT,
+  node_key    TEXT,
+  via         TEXT NOT NULL CHECK (via IN ('reason_because','headline_response')),
+  by          TEXT NOT NULL CHECK (by IN ('agent','human')),
+  at          TEXT NOT NULL
+);
+CREATE INDEX prov_influence_reason ON prov_influence(reason_id);
+CREATE INDEX prov_influence_plan ON prov_influence(plan_id, via);
+
+CREATE TABLE prov_headlines (
+  id              INTEGER PRIMARY KEY,
+  project         TEXT NOT NULL,
+  plan_id         TEXT,
+  session_id      TEXT,
+  findings_json   TEXT NOT NULL,
+  at              TEXT NOT NULL,
+  CHECK (plan_id IS NOT NULL OR session_id IS NOT NULL)
+);
+CREATE INDEX prov_headlines_plan ON prov_headlines(plan_id, id);
+
+CREATE TABLE prov_headline_responses (
+  id            INTEGER PRIMARY KEY,
+  headline_id   INTEGER NOT NULL REFERENCES prov_headlines(id),
+  finding_id    TEXT NOT NULL,
+  action        TEXT NOT NULL CHECK (action IN ('revise','proceed')),
+  rationale     TEXT,
+  by            TEXT NOT NULL CHECK (by IN ('agent','human')),
+  cites_json    TEXT NOT NULL DEFAULT '[]',
+  at            TEXT NOT NULL,
+  UNIQUE (headline_id, finding_id)
+);
+
+ALTER TABLE plans ADD COLUMN session_id TEXT;
+ALTER TABLE plans ADD COLUMN headline_json TEXT;
+${appendOnly([
+  ["prov_analysis_runs"],
+  ["prov_node_snapshots"],
+  ["prov_node_events"],
+  ["prov_utterances"],
+  ["prov_references", "last_checked"],
+  ["prov_reference_links"],
+  ["prov_reference_checks"],
+  ["prov_change_reasons", "superseded_by"],
+  ["prov_trigger_log"],
+  ["prov_read_hits"],
+  ["prov_influence"],
+  ["prov_headlines"],
+  ["prov_headline_responses"],
+])}`,
   },
 ];
