@@ -28,6 +28,9 @@ const EXIT_TABLE = {
   plan_awaits_review: 7,
   work_failed: 8,
   review_blocked: 9,
+  no_state_graph: 10,
+  unknown_node_key: 10,
+  headline_blocked: 4,
   timeout: 8,
   cancelled: 8,
 } as const;
@@ -42,6 +45,7 @@ const HTTP_BY_EXIT: Record<number, number> = {
   7: 409,
   8: 422,
   9: 422,
+  10: 409,
 };
 
 describe("ErrorCode", () => {
@@ -65,6 +69,9 @@ describe("ErrorCode", () => {
       AwaitsReview: "plan_awaits_review",
       WorkFailed: "work_failed",
       ReviewBlocked: "review_blocked",
+      NoStateGraph: "no_state_graph",
+      UnknownNodeKey: "unknown_node_key",
+      HeadlineBlocked: "headline_blocked",
       Timeout: "timeout",
       Cancelled: "cancelled",
     });
@@ -122,6 +129,7 @@ describe("RatchetError", () => {
         "complete_on_command",
         "revision_budget_exhausted",
         "plan_awaits_review",
+        "headline_blocked",
       ].sort(),
     );
   });

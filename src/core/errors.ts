@@ -40,6 +40,12 @@ export const ErrorCode = {
   WorkFailed: "work_failed",
   /** Static review found blocking issues. */
   ReviewBlocked: "review_blocked",
+  /** Provenance: the project has no node source (no repo on disk, or never analysed). */
+  NoStateGraph: "no_state_graph",
+  /** Provenance: a node key outside the plan's changed set. */
+  UnknownNodeKey: "unknown_node_key",
+  /** Publish refused by an unanswered finding on a human constraint declared `block: true`. */
+  HeadlineBlocked: "headline_blocked",
   /** An operation ran out of time. */
   Timeout: "timeout",
   /** An operation was cancelled by a signal. */
@@ -68,6 +74,9 @@ const EXIT_STATUS: Record<ErrorCode, number> = {
   plan_awaits_review: 7,
   work_failed: 8,
   review_blocked: 9,
+  no_state_graph: 10,
+  unknown_node_key: 10,
+  headline_blocked: 4,
   timeout: 8,
   cancelled: 8,
 };
@@ -88,6 +97,7 @@ export function httpStatusFor(code: string): number {
     case 5:
     case 6:
     case 7:
+    case 10:
       return 409;
     case 8:
     case 9:
