@@ -289,7 +289,11 @@ describe("start, complete, fail, log", () => {
       to: "FAILED",
       reason: "tests red",
     });
-    expect(fx.store.logsOfStep(A).map((l) => l.kind)).toEqual(["fail"]);
+    // The log context, then the original's `[FAILED] <reason>` line.
+    expect(fx.store.logsOfStep(A).map((l) => [l.kind, l.text.slice(0, 18)])).toEqual([
+      ["fail", expect.any(String)],
+      ["fail", "[FAILED] tests red"],
+    ]);
   });
 
   it("log: appends to any step, even a COMPLETED one; one event", () => {

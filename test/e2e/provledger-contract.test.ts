@@ -514,6 +514,7 @@ describe("§4 deviate", () => {
     await okShim(e, "start-step.sh", { step_id: A });
     const f = await okShim(e, "fail-step.sh", { step_id: A, reason: "flaky" });
     expect(f.marker).toMatchObject({ plan_status: "FAILED" });
+    expect(logs(e, A)).toContain("[FAILED] flaky");
     const d = await okShim(e, "deviate.sh", {
       parent_step_id: A,
       justification: "retry",

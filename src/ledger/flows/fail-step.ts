@@ -28,6 +28,8 @@ export function failStep(
         display: true,
         ...(opts.log.full !== undefined ? { full: opts.log.full } : {}),
       });
+    // The original's log line for the op (run-step's failures carry their output log instead).
+    else if (input.reason) l.addLog(step, "fail", `[FAILED] ${input.reason}`);
     const moved = l.moveStep(
       step,
       StepStatus.Failed,
