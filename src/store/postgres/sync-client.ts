@@ -12,8 +12,8 @@
  * broken and every call refuses at once.
  */
 import { createRequire } from "node:module";
-import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
-import { ErrorCode, RatchetError } from "../../core/index.js";
+import type { MessagePort, Worker } from "node:worker_threads";
+import { ErrorCode, lazyBuiltin, RatchetError } from "../../core/index.js";
 import { BRIDGE_WORKER_SOURCE } from "./bridge-worker.js";
 import {
   PG_BRIDGE_WAIT_MARGIN_MS,
@@ -70,6 +70,9 @@ export interface SyncPgOptions {
   applicationName?: string;
 }
 
+// Loaded when a PostgreSQL session opens: a SQLite CLI write never pays for it.
+const threads = lazyBuiltin<typeof import("node:worker_threads")>("node:worker_threads");
+
 let pgEntry: string | undefined;
 function resolvePg(): string {
   pgEntry ??= createRequire(import.meta.url).resolve("pg");
@@ -95,6 +98,7 @@ export class SyncPg {
     const statementTimeoutMs = opts.statementTimeoutMs ?? PG_STATEMENT_TIMEOUT_MS;
     const connectTimeoutMs = opts.connectTimeoutMs ?? PG_CONNECT_TIMEOUT_MS;
     this.#waitMs = statementTimeoutMs + PG_BRIDGE_WAIT_MARGIN_MS;
+    const { MessageChannel, Worker } = threads();
     const { port1, port2 } = new MessageChannel();
     const shared = new SharedArrayBuffer(4);
     this.#flag = new Int32Array(shared);
@@ -173,7 +177,7 @@ export class SyncPg {
       this.#terminate();
       throw new RatchetError(ErrorCode.Timeout, this.#broken, { url: this.#url });
     }
-    const received = receiveMessageOnPort(this.#port);
+    const received = threads().receiveMessageOnPort(this.#port);
     if (!received) {
       this.#broken = `the PostgreSQL bridge to ${this.#url} woke without an answer; this session is unusable`;
       this.#terminate();
