@@ -16,7 +16,16 @@ import type { PlanRow, StepRow, Store } from "./types.js";
 
 let cluster: PgCluster | undefined;
 let sharedUrl: string | undefined;
-const LEDGER_TABLES = ["projects", "plans", "steps", "step_logs", "deviations", "skills", "metrics", "events"];
+const LEDGER_TABLES = [
+  "projects",
+  "plans",
+  "steps",
+  "step_logs",
+  "deviations",
+  "skills",
+  "metrics",
+  "events",
+];
 const dirs: string[] = [];
 
 beforeAll(async () => {
@@ -130,7 +139,12 @@ describe.each(IMPLS)("Store contract: $name", (impl) => {
       });
       s.tx(() => s.updatePlan("p1", { status: "COMPLETED", revision_count: 2, finished_at: T0 }));
       const p = s.getPlan("p1");
-      expect(p).toMatchObject({ status: "COMPLETED", revision_count: 2, finished_at: T0, goal: "goal of p1" });
+      expect(p).toMatchObject({
+        status: "COMPLETED",
+        revision_count: 2,
+        finished_at: T0,
+        goal: "goal of p1",
+      });
       expect(p?.updated_at).not.toBe(T0); // stamped by the store
       s.tx(() => s.updatePlan("p1", { updated_at: "2030-01-01T00:00:00.000Z" }));
       expect(s.getPlan("p1")?.updated_at).toBe("2030-01-01T00:00:00.000Z");
@@ -148,15 +162,15 @@ describe.each(IMPLS)("Store contract: $name", (impl) => {
       s.tx(() => {
         // Ties on created_at; ids whose byte order differs from a linguistic order (case, '-', '_').
         const ids = ["b-2", "B_1", "a", "a-b", "Z", "b_1", "ab"];
-        ids.forEach((id, i) =>
+        ids.forEach((id, i) => {
           s.insertPlan(
             plan(id, {
               created_at: i < 4 ? T0 : "2026-12-01T11:00:00.000Z",
               status: i % 2 ? "COMPLETED" : "IN_PROGRESS",
               kind: i === 0 ? "workflow_run" : "plan",
             }),
-          ),
-        );
+          );
+        });
       });
       const all = s.listPlans({}).map((p) => p.plan_id);
       // created_at DESC, then plan_id DESC in byte order ('Z' < 'a' < 'b'; '-' < '_').
@@ -230,8 +244,12 @@ describe.each(IMPLS)("Store contract: $name", (impl) => {
         s.insertPlan(plan("open"));
         s.insertPlan(plan("done", { status: "COMPLETED" }));
         s.insertStep(step("open", "A", { status: "IN_PROGRESS", lease_holder: "x", lease_expires_at: 1000 }));
-        s.insertStep(step("open", "B", { seq: 2, status: "IN_PROGRESS", lease_holder: "y", lease_expires_at: 500 }));
-        s.insertStep(step("open", "C", { seq: 3, status: "IN_PROGRESS", lease_holder: "z", lease_expires_at: 9000 }));
+        s.insertStep(
+          step("open", "B", { seq: 2, status: "IN_PROGRESS", lease_holder: "y", lease_expires_at: 500 }),
+        );
+        s.insertStep(
+          step("open", "C", { seq: 3, status: "IN_PROGRESS", lease_holder: "z", lease_expires_at: 9000 }),
+        );
         s.insertStep(step("open", "D", { seq: 4, status: "COMPLETED", lease_expires_at: 10 }));
         s.insertStep(step("done", "A", { status: "IN_PROGRESS", lease_holder: "w", lease_expires_at: 10 }));
       });
@@ -255,8 +273,26 @@ describe.each(IMPLS)("Store contract: $name", (impl) => {
         s.insertStep(step("q", "A"));
       });
       const ids = s.tx(() => [
-        s.insertLog({ step_id: "p-A", plan_id: "p", at: T0, kind: "log", text: "one", bytes: 3, truncated: 0, blob: null }),
-        s.insertLog({ step_id: "q-A", plan_id: "q", at: T0, kind: "log", text: "x", bytes: 1, truncated: 0, blob: null }),
+        s.insertLog({
+          step_id: "p-A",
+          plan_id: "p",
+          at: T0,
+          kind: "log",
+          text: "one",
+          bytes: 3,
+          truncated: 0,
+          blob: null,
+        }),
+        s.insertLog({
+          step_id: "q-A",
+          plan_id: "q",
+          at: T0,
+          kind: "log",
+          text: "x",
+          bytes: 1,
+          truncated: 0,
+          blob: null,
+        }),
         s.insertLog({
           step_id: "p-A",
           plan_id: "p",
@@ -275,20 +311,51 @@ describe.each(IMPLS)("Store contract: $name", (impl) => {
       ]);
       expect(s.logsOfPlan("q").map((l) => l.id)).toEqual([2]);
 
-      const dev = { plan_id: "p", kind: "sub_steps", parent_step_id: "p-A", justification: "why", sub_step_ids: '["p-A.1"]', old_max: null, new_max: null, created_at: T0 };
-      expect(s.tx(() => [s.insertDeviation(dev), s.insertDeviation({ ...dev, kind: "budget", old_max: 3, new_max: 5 })])).toEqual([1, 2]);
+      const dev = {
+        plan_id: "p",
+        kind: "sub_steps",
+        parent_step_id: "p-A",
+        justification: "why",
+        sub_step_ids: '["p-A.1"]',
+        old_max: null,
+        new_max: null,
+        created_at: T0,
+      };
+      expect(
+        s.tx(() => [
+          s.insertDeviation(dev),
+          s.insertDeviation({ ...dev, kind: "budget", old_max: 3, new_max: 5 }),
+        ]),
+      ).toEqual([1, 2]);
       expect(s.deviationsOfPlan("p")).toEqual([
         { id: 1, ...dev },
         { id: 2, ...dev, kind: "budget", old_max: 3, new_max: 5 },
       ]);
       expect(s.deviationsOfPlan("q")).toEqual([]);
 
-      const sk = { plan_id: "p", step_id: null, name: "tdd", source: "explicit-mention", reason: null, created_at: T0 };
+      const sk = {
+        plan_id: "p",
+        step_id: null,
+        name: "tdd",
+        source: "explicit-mention",
+        reason: null,
+        created_at: T0,
+      };
       expect(s.tx(() => s.insertSkill(sk))).toBe(1);
       expect(s.skillsOfPlan("p")).toEqual([{ id: 1, ...sk }]);
 
-      const m = { name: "coverage", value: 87.5, unit: "%", project: "x", plan_id: "p", step_id: "p-A", created_at: T0 };
-      expect(s.tx(() => [s.insertMetric(m), s.insertMetric({ ...m, value: 3, source: "run-step" })])).toEqual([1, 2]);
+      const m = {
+        name: "coverage",
+        value: 87.5,
+        unit: "%",
+        project: "x",
+        plan_id: "p",
+        step_id: "p-A",
+        created_at: T0,
+      };
+      expect(s.tx(() => [s.insertMetric(m), s.insertMetric({ ...m, value: 3, source: "run-step" })])).toEqual(
+        [1, 2],
+      );
       expect(s.metricsOfPlan("p")).toEqual([
         { id: 1, ...m, source: null },
         { id: 2, ...m, value: 3, source: "run-step" },
@@ -319,16 +386,31 @@ describe.each(IMPLS)("Store contract: $name", (impl) => {
       expect(s.lastEventId()).toBe(0);
       expect(s.listEvents({})).toEqual([]);
       const ids = s.tx(() => [
-        s.appendEvent({ entityKind: "plan", entityId: "p", planId: "p", type: "plan.published", payload: { n: 1, s: "é" } }),
+        s.appendEvent({
+          entityKind: "plan",
+          entityId: "p",
+          planId: "p",
+          type: "plan.published",
+          payload: { n: 1, s: "é" },
+        }),
         s.appendEvent({ entityKind: "step", entityId: "p-A", planId: "p", type: "step.in_progress" }),
         s.appendEvent({ entityKind: "project", entityId: "x", type: "project.added" }),
       ]);
       expect(ids).toEqual([1, 2, 3]);
-      expect(s.tx(() => s.appendEvent({ entityKind: "step", entityId: "p-A", planId: "p", type: "step.completed" }))).toBe(4);
+      expect(
+        s.tx(() =>
+          s.appendEvent({ entityKind: "step", entityId: "p-A", planId: "p", type: "step.completed" }),
+        ),
+      ).toBe(4);
       expect(s.lastEventId()).toBe(4);
       const all = s.listEvents({});
       expect(all.map((e) => e.id)).toEqual([1, 2, 3, 4]);
-      expect(all[0]).toMatchObject({ entity_kind: "plan", entity_id: "p", plan_id: "p", type: "plan.published" });
+      expect(all[0]).toMatchObject({
+        entity_kind: "plan",
+        entity_id: "p",
+        plan_id: "p",
+        type: "plan.published",
+      });
       expect(JSON.parse(all[0]?.payload ?? "")).toEqual({ n: 1, s: "é" });
       expect(all[2]?.plan_id).toBeNull();
       expect(all[1]?.payload).toBe("{}");
@@ -398,33 +480,34 @@ describe.each(IMPLS)("Store contract: $name", (impl) => {
     "writes outside a transaction are refused and write nothing",
     withStore(impl, (s) => {
       expect(() => s.insertPlan(plan("p"))).toThrow(/inside a store transaction/);
-      expect(() => s.appendEvent({ entityKind: "x", entityId: "y", type: "z" })).toThrow(/inside a store transaction/);
-      expect(() => s.addProject({ name: "n", repo_path: null, created_at: T0 })).toThrow(/inside a store transaction/);
+      expect(() => s.appendEvent({ entityKind: "x", entityId: "y", type: "z" })).toThrow(
+        /inside a store transaction/,
+      );
+      expect(() => s.addProject({ name: "n", repo_path: null, created_at: T0 })).toThrow(
+        /inside a store transaction/,
+      );
       expect(s.getPlan("p")).toBeUndefined();
       expect(s.lastEventId()).toBe(0);
       expect(s.listProjects()).toEqual([]);
     }),
   );
 
-  it(
-    "two connections: a write transaction waits for the other's commit and sees it (no lost update)",
-    () => {
-      // Two sessions on one store. The second's transaction starts while the first is inside its
-      // own (SQLite: BEGIN IMMEDIATE waits; PostgreSQL: the advisory lock waits) — here the first
-      // commits before the second begins, since one thread cannot interleave blocking calls; the
-      // multi-process race lives in test/e2e/pg-concurrency.test.ts.
-      const a = impl.open();
-      try {
-        a.tx(() => a.insertPlan(plan("p")));
-        for (let i = 0; i < 5; i++)
-          a.tx(() => a.updatePlan("p", { revision_count: (a.getPlan("p")?.revision_count ?? 0) + 1 }));
-        expect(a.getPlan("p")?.revision_count).toBe(5);
-        expect(a.integrityCheck()).toBe("ok");
-      } finally {
-        a.close();
-      }
-    },
-  );
+  it("two connections: a write transaction waits for the other's commit and sees it (no lost update)", () => {
+    // Two sessions on one store. The second's transaction starts while the first is inside its
+    // own (SQLite: BEGIN IMMEDIATE waits; PostgreSQL: the advisory lock waits) — here the first
+    // commits before the second begins, since one thread cannot interleave blocking calls; the
+    // multi-process race lives in test/e2e/pg-concurrency.test.ts.
+    const a = impl.open();
+    try {
+      a.tx(() => a.insertPlan(plan("p")));
+      for (let i = 0; i < 5; i++)
+        a.tx(() => a.updatePlan("p", { revision_count: (a.getPlan("p")?.revision_count ?? 0) + 1 }));
+      expect(a.getPlan("p")?.revision_count).toBe(5);
+      expect(a.integrityCheck()).toBe("ok");
+    } finally {
+      a.close();
+    }
+  });
 });
 
 describe.runIf(pgAvailable())("PgStore only", () => {
@@ -433,7 +516,9 @@ describe.runIf(pgAvailable())("PgStore only", () => {
     const a = PgStore.open(url);
     const b = PgStore.open(url);
     try {
-      expect(a.pg.query("SELECT id, name FROM schema_migrations ORDER BY id").rows).toEqual([{ id: 1, name: "ledger" }]);
+      expect(a.pg.query("SELECT id, name FROM schema_migrations ORDER BY id").rows).toEqual([
+        { id: 1, name: "ledger" },
+      ]);
       expect(b.integrityCheck()).toBe("ok");
       a.pg.exec("DROP TABLE skills");
       expect(b.integrityCheck()).toBe("table skills is missing");

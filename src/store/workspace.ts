@@ -46,7 +46,8 @@ export function configuredStoreUrl(dir: string): string | undefined {
   const bad = (field: string, message: string): never => {
     throw new RatchetError(ErrorCode.SchemaViolation, `${path}: ${field}: ${message}`, { field, file: path });
   };
-  if (store === null || typeof store !== "object" || Array.isArray(store)) return bad("store", "must be an object");
+  if (store === null || typeof store !== "object" || Array.isArray(store))
+    return bad("store", "must be an object");
   for (const k of Object.keys(store)) if (k !== "url") bad(`store.${k}`, "unknown field (allowed: url)");
   const url = (store as { url?: unknown }).url;
   if (url === undefined) return undefined;

@@ -9,7 +9,7 @@
  * file layout for a worker entry. `pgPath` is the resolved entry of the `pg` package, so the worker
  * needs no module resolution of its own (a command's cwd may be any folder).
  */
-export const BRIDGE_WORKER_SOURCE = String.raw`
+export const BRIDGE_WORKER_SOURCE = `
 "use strict";
 const { workerData } = require("node:worker_threads");
 const { port, flag, pgPath } = workerData;

@@ -21,7 +21,8 @@ export function migratePg(pg: SyncPg, migrations: readonly PgMigration[]): numbe
   const known = () =>
     new Set(pg.query<{ id: number }>("SELECT id FROM schema_migrations").rows.map((r) => r.id));
   // Fast path: a migrated database needs no lock (one round trip when the table exists).
-  const exists = pg.query<{ t: string | null }>("SELECT to_regclass('schema_migrations')::text AS t").rows[0]?.t;
+  const exists = pg.query<{ t: string | null }>("SELECT to_regclass('schema_migrations')::text AS t").rows[0]
+    ?.t;
   if (exists) {
     const applied = known();
     if (migrations.every((m) => applied.has(m.id))) return [];

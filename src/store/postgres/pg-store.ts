@@ -16,8 +16,8 @@ import type {
   StepRow,
   Store,
 } from "../types.js";
-import { migratePg, WORKSPACE_WRITE_LOCK } from "./open.js";
 import { PG_MIGRATIONS } from "./migrations.js";
+import { migratePg, WORKSPACE_WRITE_LOCK } from "./open.js";
 import { type PgParam, SyncPg, type SyncPgOptions } from "./sync-client.js";
 
 /** `INSERT … (cols) VALUES ($1…$n)`. */
@@ -46,7 +46,16 @@ const DEVIATION_COLUMNS = [
   "created_at",
 ] as const;
 const SKILL_COLUMNS = ["plan_id", "step_id", "name", "source", "reason", "created_at"] as const;
-const METRIC_COLUMNS = ["name", "value", "unit", "project", "plan_id", "step_id", "created_at", "source"] as const;
+const METRIC_COLUMNS = [
+  "name",
+  "value",
+  "unit",
+  "project",
+  "plan_id",
+  "step_id",
+  "created_at",
+  "source",
+] as const;
 
 const PLAN_SELECT = `SELECT ${[...PLAN_COLUMNS, "session_id", "headline_json"].join(", ")} FROM plans`;
 
@@ -101,12 +110,18 @@ export class PgStore implements Store {
         this.#depth--;
       }
     }
-    this.pg.exec(`BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock(${WORKSPACE_WRITE_LOCK})`);
+    this.pg.exec(
+      `BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock(${WORKSPACE_WRITE_LOCK})`,
+    );
     this.#depth = 1;
     let result: T;
     try {
       result = fn();
-      if (result !== null && typeof result === "object" && typeof (result as { then?: unknown }).then === "function")
+      if (
+        result !== null &&
+        typeof result === "object" &&
+        typeof (result as { then?: unknown }).then === "function"
+      )
         throw new RatchetError(ErrorCode.Internal, "a store transaction function must not return a promise");
     } catch (err) {
       this.#depth = 0;
@@ -357,7 +372,16 @@ export class PgStore implements Store {
     for (const id of applied)
       if (!PG_MIGRATIONS.some((m) => m.id === id))
         problems.push(`migration ${id} is unknown to this build (a newer Ratchet migrated this database)`);
-    for (const t of ["projects", "plans", "steps", "step_logs", "deviations", "skills", "metrics", "events"]) {
+    for (const t of [
+      "projects",
+      "plans",
+      "steps",
+      "step_logs",
+      "deviations",
+      "skills",
+      "metrics",
+      "events",
+    ]) {
       const r = this.#first<{ t: string | null }>("SELECT to_regclass($1)::text AS t", [t]);
       if (!r?.t) problems.push(`table ${t} is missing`);
     }

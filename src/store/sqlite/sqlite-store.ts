@@ -1,5 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import { ErrorCode, RatchetError } from "../../core/index.js";
+import { PLAN_COLUMNS, STEP_COLUMNS } from "../columns.js";
 import type {
   DeviationRow,
   EventQuery,
@@ -16,7 +17,6 @@ import type {
   StepRow,
   Store,
 } from "../types.js";
-import { PLAN_COLUMNS, STEP_COLUMNS } from "../columns.js";
 import { openSqlite, type SqliteDb } from "./open.js";
 
 function insertSql(table: string, columns: readonly string[]): string {
