@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type PgCluster, pgAvailable, startPgCluster } from "../../test/harness/pg.js";
+import { WORKSPACE_WRITE_LOCK } from "./postgres/open.js";
 import { PgStore } from "./postgres/pg-store.js";
 import { SqliteStore } from "./sqlite/sqlite-store.js";
 import type { PlanRow, StepRow, Store } from "./types.js";
@@ -525,6 +526,23 @@ describe.runIf(pgAvailable())("PgStore only", () => {
     } finally {
       a.close();
       b.close();
+    }
+  });
+
+  test("a writer that hangs inside its transaction holding the lock is ended by the server; the next writer then goes on and the half-written change is gone", () => {
+    const url = cluster?.createDatabase() as string;
+    const hung = PgStore.open(url, { idleInTxTimeoutMs: 500 });
+    const next = PgStore.open(url);
+    try {
+      hung.pg.exec(`BEGIN; SELECT pg_advisory_xact_lock(${WORKSPACE_WRITE_LOCK})`);
+      hung.pg.query("INSERT INTO projects (name, repo_path, created_at) VALUES ('half', NULL, $1)", [T0]);
+      // This blocks on the lock until the server ends the idle session (500 ms), then commits.
+      next.tx(() => next.addProject({ name: "next", repo_path: null, created_at: T0 }));
+      expect(next.listProjects().map((p) => p.name)).toEqual(["next"]);
+      expect(() => hung.pg.query("SELECT 1")).toThrow();
+    } finally {
+      hung.close();
+      next.close();
     }
   });
 

@@ -95,6 +95,23 @@ describe.runIf(pgAvailable())("SyncPg", () => {
     }
   });
 
+  test("a worker that never answers (no statement timeout, a stuck statement) fails the call with timeout instead of hanging; the session then refuses", () => {
+    const pg = new SyncPg(url, { statementTimeoutMs: 0, waitMarginMs: 300 });
+    try {
+      let caught: unknown;
+      try {
+        pg.query("SELECT pg_sleep(20)");
+      } catch (e) {
+        caught = e;
+      }
+      expect(isRatchetError(caught, "timeout")).toBe(true);
+      expect((caught as Error).message).toMatch(/did not answer within 300 ms/);
+      expect(() => pg.query("SELECT 1")).toThrow(/unusable/);
+    } finally {
+      pg.close();
+    }
+  });
+
   test("after close() every call refuses at once; close() twice is fine", () => {
     const pg = new SyncPg(url);
     pg.close();

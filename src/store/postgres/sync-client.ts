@@ -66,6 +66,11 @@ export interface SyncPgOptions {
   idleInTxTimeoutMs?: number;
   /** Connect timeout (default {@link PG_CONNECT_TIMEOUT_MS}). */
   connectTimeoutMs?: number;
+  /**
+   * How much longer than the statement timeout the caller waits for the worker before it declares
+   * the session dead (default {@link PG_BRIDGE_WAIT_MARGIN_MS}).
+   */
+  waitMarginMs?: number;
   /** `application_name` of the session (default `ratchet`). */
   applicationName?: string;
 }
@@ -97,7 +102,7 @@ export class SyncPg {
     this.#url = redactUrl(url);
     const statementTimeoutMs = opts.statementTimeoutMs ?? PG_STATEMENT_TIMEOUT_MS;
     const connectTimeoutMs = opts.connectTimeoutMs ?? PG_CONNECT_TIMEOUT_MS;
-    this.#waitMs = statementTimeoutMs + PG_BRIDGE_WAIT_MARGIN_MS;
+    this.#waitMs = statementTimeoutMs + (opts.waitMarginMs ?? PG_BRIDGE_WAIT_MARGIN_MS);
     const { MessageChannel, Worker } = threads();
     const { port1, port2 } = new MessageChannel();
     const shared = new SharedArrayBuffer(4);
