@@ -376,6 +376,18 @@ describe.runIf(pgAvailable())("choosing PostgreSQL", () => {
     expect(readdirSync(box.dir).filter((n) => n !== ".ratchet")).toEqual([]);
   });
 
+  test("six processes open a fresh database at the same moment: all succeed, each migration recorded once", async () => {
+    const url = cluster.createDatabase();
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        machine(url).run(["plan", "publish", "-"], JSON.stringify({ goal: `first ${i}`, steps: [th("x")] })),
+      ),
+    );
+    for (const r of results) expect(r.status, r.stderr).toBe(0);
+    expect(rows(url, "SELECT id, name FROM schema_migrations")).toEqual([{ id: 1, name: "ledger" }]);
+    expect(rows(url, "SELECT COUNT(*) AS n FROM plans")).toEqual([{ n: 6 }]);
+  });
+
   test("an unreachable server: exit 3, the URL printed without its password", async () => {
     const box = machine(`postgres://postgres:hunter2@127.0.0.1:${cluster.port}/missing_db`);
     const r = await box.run(["plan", "list"]);
