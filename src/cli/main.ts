@@ -21,7 +21,7 @@ function build(setStatus: (n: number) => void): Command {
     .version(VERSION)
     .option(
       "--db <path>",
-      "ledger database (default: .ratchet/ratchet.db found by walking up; env RATCHET_DB, else ORCH_DB)",
+      "ledger database: a SQLite file or a postgres:// URL (default: .ratchet/ratchet.db found by walking up, or store.url of its config.json; env RATCHET_DB, else ORCH_DB)",
     )
     .showHelpAfterError("(run with --help for usage)")
     .exitOverride()
