@@ -37,6 +37,7 @@ const dirs: string[] = [];
 
 beforeAll(async () => {
   assertBuilt();
+  if (!pgAvailable()) return;
   cluster = await startPgCluster();
   console.log(`pg harness: initdb + start ${cluster.startSeconds.toFixed(2)} s`);
 });

@@ -11,6 +11,7 @@ let cluster: PgCluster;
 let url: string;
 
 beforeAll(async () => {
+  if (!pgAvailable()) return;
   cluster = await startPgCluster();
   url = cluster.createDatabase();
   console.log(`pg harness: initdb + start ${cluster.startSeconds.toFixed(2)} s`);
