@@ -377,6 +377,52 @@ describe.runIf(pgAvailable())("choosing PostgreSQL", () => {
     expect(readdirSync(box.dir).filter((n) => n !== ".ratchet")).toEqual([]);
   });
 
+  test("events --follow on one machine sees what another machine writes, resuming after --since", async () => {
+    const url = cluster.createDatabase();
+    const [watcher, writer] = [machine(url), machine(url)];
+    const first = await writer.run(
+      ["plan", "publish", "-"],
+      JSON.stringify({ goal: "before", steps: [th("x")] }),
+    );
+    expect(first.status, first.stderr).toBe(0);
+    const since = withStore(url, (s) => s.lastEventId());
+    const follow = startRatchet(
+      ["events", "--follow", "--json", "--since", String(since), "--timeout", "20"],
+      {
+        cwd: watcher.dir,
+        env: { RATCHET_DB: url },
+        timeoutMs: 60_000,
+      },
+    );
+    await waitFor(
+      () =>
+        withStore(
+          url,
+          (s) =>
+            s.pg.query(
+              "SELECT 1 FROM pg_stat_activity WHERE application_name = 'ratchet' AND pid <> pg_backend_pid()",
+            ).rowCount > 0,
+        ),
+      "the follower to connect",
+      30_000,
+    );
+    const second = await writer.run(
+      ["plan", "publish", "-"],
+      JSON.stringify({ goal: "after", steps: [th("y")] }),
+    );
+    const planId = String(second.marker?.plan_id);
+    await waitFor(
+      () => follow.stdoutSoFar().includes(planId),
+      "the follower to print the new plan's event",
+      30_000,
+    );
+    follow.child.kill("SIGTERM");
+    const r = await follow.done;
+    const events = r.lines.map((l) => JSON.parse(l) as { id: number; type: string; entity_id: string });
+    expect(events.every((e) => e.id > since)).toBe(true);
+    expect(events.map((e) => [e.type, e.entity_id])).toEqual([["plan.published", planId]]);
+  });
+
   test("six processes open a fresh database at the same moment: all succeed, each migration recorded once", async () => {
     const url = cluster.createDatabase();
     const results = await Promise.all(
