@@ -12,9 +12,19 @@ declare -A NEED=(
   [chromium]=chromium
 )
 
+# Commands Debian installs off PATH (a glob of their location) → Debian package. The PostgreSQL
+# server binaries live under /usr/lib/postgresql/<major>/bin; the test harness (test/harness/pg.ts)
+# starts a throwaway cluster with them.
+declare -A NEED_AT=(
+  ["/usr/lib/postgresql/*/bin/pg_ctl"]=postgresql
+)
+
 missing=()
 for cmd in "${!NEED[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${NEED[$cmd]}")
+done
+for glob in "${!NEED_AT[@]}"; do
+  compgen -G "$glob" >/dev/null || missing+=("${NEED_AT[$glob]}")
 done
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -1,35 +1,77 @@
 /** Opens the workspace's store and ledger for a command, and closes them after. */
+import { mkdirSync } from "node:fs";
 import { Ledger } from "../ledger/index.js";
-import { BlobStore, envDb, resolveWorkspace, SqliteStore, type Workspace } from "../store/index.js";
+import {
+  BlobStore,
+  envDb,
+  openStore,
+  resolveWorkspace,
+  SqliteStore,
+  type Store,
+  sqliteOnly,
+  type Workspace,
+} from "../store/index.js";
 
 export interface GlobalOptions {
   db?: string;
 }
 
-export interface CommandContext {
+/** The context of a command that runs on either store (the ledger: plans, steps, events, …). */
+export interface LedgerContext {
   workspace: Workspace;
-  store: SqliteStore;
+  store: Store;
   blobs: BlobStore;
   ledger: Ledger;
 }
 
+/** The context of a command that still needs the SQLite store (runs, threads, the server). */
+export interface CommandContext extends LedgerContext {
+  store: SqliteStore;
+}
+
+/**
+ * Opens a SQLite-store context.
+ * @throws invalid_value naming the command when the workspace's store is PostgreSQL.
+ */
 export function openContext(opts: GlobalOptions): CommandContext {
   const workspace = resolveWorkspace({ ...(opts.db ? { db: opts.db } : {}) });
+  if (workspace.storeUrl) throw sqliteOnly();
   // A --db / RATCHET_DB (ORCH_DB) path may name a new file: create it; a found workspace already exists.
   const store = SqliteStore.open(workspace.dbPath, { create: Boolean(opts.db ?? envDb()) });
   const blobs = new BlobStore(workspace.blobsDir);
   return { workspace, store, blobs, ledger: new Ledger({ store, blobs }) };
 }
 
-/** Runs `fn` with an open context and always closes the store. */
-export async function withContext<T>(
-  opts: GlobalOptions,
-  fn: (ctx: CommandContext) => T | Promise<T>,
-): Promise<T> {
-  const ctx = openContext(opts);
+/** Opens a ledger context on the workspace's store, SQLite or PostgreSQL. */
+export function openLedgerContext(opts: GlobalOptions): LedgerContext {
+  const workspace = resolveWorkspace({ ...(opts.db ? { db: opts.db } : {}) });
+  // With PostgreSQL the local folder holds only blobs and run temp folders; it may not exist yet.
+  if (workspace.storeUrl) mkdirSync(workspace.dir, { recursive: true });
+  const store = openStore(workspace, { create: Boolean(opts.db ?? envDb()) });
+  const blobs = new BlobStore(workspace.blobsDir);
+  return { workspace, store, blobs, ledger: new Ledger({ store, blobs }) };
+}
+
+async function using<C extends LedgerContext, T>(ctx: C, fn: (ctx: C) => T | Promise<T>): Promise<T> {
   try {
     return await fn(ctx);
   } finally {
     ctx.store.close();
   }
+}
+
+/** Runs `fn` with an open SQLite context and always closes the store. */
+export async function withContext<T>(
+  opts: GlobalOptions,
+  fn: (ctx: CommandContext) => T | Promise<T>,
+): Promise<T> {
+  return using(openContext(opts), fn);
+}
+
+/** Runs `fn` with an open ledger context (either store) and always closes the store. */
+export async function withLedgerContext<T>(
+  opts: GlobalOptions,
+  fn: (ctx: LedgerContext) => T | Promise<T>,
+): Promise<T> {
+  return using(openLedgerContext(opts), fn);
 }

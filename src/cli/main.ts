@@ -5,7 +5,7 @@
 import { Command, CommanderError } from "commander";
 import { ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
 import { FLOWS } from "../ledger/index.js";
-import { initWorkspace, SqliteStore } from "../store/index.js";
+import { initWorkspace, noteCommand, SqliteStore } from "../store/index.js";
 import { flowHelp } from "./flow-args.js";
 import { err, guardStdio, out } from "./io.js";
 import { events, planList, planShow, projectAdd, projectList } from "./reads.js";
@@ -21,11 +21,18 @@ function build(setStatus: (n: number) => void): Command {
     .version(VERSION)
     .option(
       "--db <path>",
-      "ledger database (default: .ratchet/ratchet.db found by walking up; env RATCHET_DB, else ORCH_DB)",
+      "ledger database: a SQLite file or a postgres:// URL (default: .ratchet/ratchet.db found by walking up, or store.url of its config.json; env RATCHET_DB, else ORCH_DB)",
     )
     .showHelpAfterError("(run with --help for usage)")
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+
+  // The command's name, for refusals that name it (a SQLite-only command on a PostgreSQL store).
+  program.hook("preAction", (_root, action) => {
+    const names: string[] = [];
+    for (let c: Command | null = action; c && c !== program; c = c.parent) names.unshift(c.name());
+    noteCommand(names.join(" "));
+  });
 
   const globals = () => program.opts<{ db?: string }>();
   const act =

@@ -3,14 +3,14 @@ import { watch } from "node:fs";
 import { ErrorCode, RatchetError } from "../core/index.js";
 import { renderPlan, showPlan } from "../ledger/index.js";
 import type { EventRow } from "../store/index.js";
-import { type GlobalOptions, withContext } from "./context.js";
+import { type GlobalOptions, withLedgerContext } from "./context.js";
 import { onStdoutGone, out } from "./io.js";
 
 export async function planShow(
   planId: string,
   opts: GlobalOptions & { step?: string; full?: boolean; json?: boolean },
 ): Promise<number> {
-  return withContext(opts, (ctx) => {
+  return withLedgerContext(opts, (ctx) => {
     const view = showPlan(ctx.store, ctx.blobs, planId, {
       ...(opts.step ? { step: opts.step } : {}),
       full: Boolean(opts.full),
@@ -39,7 +39,7 @@ export async function planList(
       { field: "status" },
     );
   }
-  return withContext(opts, (ctx) => {
+  return withLedgerContext(opts, (ctx) => {
     const plans = ctx.store.listPlans({ ...(status ? { status } : {}), limit });
     if (opts.json) out(JSON.stringify(plans, null, 2));
     else if (plans.length === 0) out("no plans");
@@ -76,7 +76,7 @@ export async function events(
     throw new RatchetError(ErrorCode.Usage, `--limit must be a positive integer (got ${opts.limit})`, {
       field: "limit",
     });
-  return withContext(opts, async (ctx) => {
+  return withLedgerContext(opts, async (ctx) => {
     const print = (rows: EventRow[]) => {
       for (const e of rows) {
         out(opts.json ? JSON.stringify({ ...e, payload: JSON.parse(e.payload) }) : renderEvent(e));
@@ -147,7 +147,7 @@ export async function projectAdd(name: string, opts: GlobalOptions & { repo?: st
       });
     repo = realpathSync(abs);
   }
-  return withContext(opts, (ctx) => {
+  return withLedgerContext(opts, (ctx) => {
     ctx.store.tx(() => {
       if (ctx.store.getProject(name))
         throw new RatchetError(ErrorCode.InvalidValue, `project ${name} is already registered`, {
@@ -174,7 +174,7 @@ export async function projectAdd(name: string, opts: GlobalOptions & { repo?: st
 }
 
 export async function projectList(opts: GlobalOptions & { json?: boolean }): Promise<number> {
-  return withContext(opts, (ctx) => {
+  return withLedgerContext(opts, (ctx) => {
     const rows = ctx.store.listProjects();
     if (opts.json) out(JSON.stringify(rows, null, 2));
     else if (rows.length === 0) out("no projects");

@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import { RatchetError, toRatchetError } from "../core/index.js";
 import { killAllRunning } from "../exec/index.js";
 import { applyOp, Batch, cleanStaleRunDirs, errorMarker, FLOW_BY_OP, type Op } from "../ledger/index.js";
-import { type GlobalOptions, withContext } from "./context.js";
+import { type GlobalOptions, withLedgerContext } from "./context.js";
 import { parseFlowArgs } from "./flow-args.js";
 import { err, out, parseJsonInput, parseJsonOrYaml, readInputText } from "./io.js";
 
@@ -62,7 +62,7 @@ export async function runWriteFlow(
     return reportError(op, toRatchetError(e));
   }
   try {
-    return await withContext(opts, async (ctx) => {
+    return await withLedgerContext(opts, async (ctx) => {
       const controller = new AbortController();
       const onSignal = (sig: NodeJS.Signals) => {
         err(`ratchet: ${sig} received: cancelling ${op}`);
@@ -140,7 +140,7 @@ export async function runBatch(
   } catch (e) {
     return reportError("apply", toRatchetError(e));
   }
-  return withContext(opts, async (ctx) => {
+  return withLedgerContext(opts, async (ctx) => {
     const batch = new Batch(ctx.ledger, { cwd: process.cwd(), run: { tmpDir: ctx.workspace.dir } });
     const lines = text.split(/\r?\n/);
     for (let i = 0; i < lines.length; i++) {

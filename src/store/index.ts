@@ -1,4 +1,10 @@
 export { BlobStore } from "./blobs.js";
+export { PG_MIGRATIONS, type PgMigration } from "./postgres/migrations.js";
+export { PgStore } from "./postgres/pg-store.js";
+export { PgError, type PgParam, type PgResult, SyncPg, type SyncPgOptions } from "./postgres/sync-client.js";
+export { isPostgresUrl, redactUrl } from "./postgres/url.js";
+export { noteCommand, sqliteOnly } from "./refusal.js";
+export { isPostgresStore, openStore } from "./select.js";
 export type { Migration } from "./sqlite/migrations.js";
 export { MIGRATIONS } from "./sqlite/migrations.js";
 export type { SqliteDb } from "./sqlite/open.js";
@@ -22,6 +28,7 @@ export type {
 } from "./types.js";
 export type { Workspace } from "./workspace.js";
 export {
+  configuredStoreUrl,
   DB_FILE,
   envDb,
   findWorkspace,

@@ -8,6 +8,8 @@ import {
   SQLITE_PAGE_SIZE,
   SQLITE_WAL_CHECKPOINT_BYTES,
 } from "../../core/index.js";
+import { isPostgresUrl } from "../postgres/url.js";
+import { sqliteOnly } from "../refusal.js";
 import { MIGRATIONS, type Migration } from "./migrations.js";
 
 export type SqliteDb = Database.Database;
@@ -20,6 +22,9 @@ export function openSqlite(
   path: string,
   opts: { create?: boolean; migrations?: readonly Migration[] } = {},
 ): SqliteDb {
+  // A PostgreSQL workspace reaches SQLite-only code (runs, threads, the server) through its URL:
+  // refuse it, naming the command, instead of creating a file called "postgres:".
+  if (isPostgresUrl(path)) throw sqliteOnly();
   if (opts.create) mkdirSync(dirname(path), { recursive: true });
   let db: SqliteDb;
   try {

@@ -1,5 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import { ErrorCode, RatchetError } from "../../core/index.js";
+import { PLAN_COLUMNS, STEP_COLUMNS } from "../columns.js";
 import type {
   DeviationRow,
   EventQuery,
@@ -17,53 +18,6 @@ import type {
   Store,
 } from "../types.js";
 import { openSqlite, type SqliteDb } from "./open.js";
-
-const PLAN_COLUMNS = [
-  "plan_id",
-  "goal",
-  "kind",
-  "project",
-  "project_source",
-  "status",
-  "revision_count",
-  "max_revisions",
-  "source_cwd",
-  "created_at",
-  "updated_at",
-  "finished_at",
-  "user_query",
-  "abandon_reason",
-  "review_state",
-  "review_skip_reason",
-  "extensions",
-] as const;
-
-const STEP_COLUMNS = [
-  "step_id",
-  "plan_id",
-  "parent_step_id",
-  "seq",
-  "role",
-  "depth",
-  "title",
-  "description",
-  "type",
-  "status",
-  "summary",
-  "agent_input",
-  "agent_output",
-  "failure_reason",
-  "exit_code",
-  "tokens",
-  "duration_ms",
-  "lease_holder",
-  "lease_expires_at",
-  "heartbeat_at",
-  "started_at",
-  "finished_at",
-  "created_at",
-  "updated_at",
-] as const;
 
 function insertSql(table: string, columns: readonly string[]): string {
   return `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((c) => `@${c}`).join(", ")})`;

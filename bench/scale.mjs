@@ -1,0 +1,231 @@
+// bench/scale — the ledger on SQLite and on PostgreSQL, in the same run (issue 17, first part).
+//  (a) ledger step lifecycles/s (start + complete: two write transactions, each with its event and
+//      the roll-up check) with 1 and with 8 writer processes on one store; SQLite (WAL) and
+//      PostgreSQL (fsync on, synchronous_commit on), printed as ratios PostgreSQL / SQLite. A third
+//      column runs PostgreSQL with synchronous_commit=off (commits survive a process crash but not
+//      an OS crash — SQLite's synchronous=NORMAL in WAL mode promises the same), to show what the
+//      per-commit fsync costs.
+//  (b) the synchronous bridge's cost per statement: `SELECT 1` through SyncPg (worker thread +
+//      Atomics.wait) against the same statement on an async `pg` Client in the same process.
+//  (c) opening a store in a fresh process: `ratchet plan list` on SQLite vs PostgreSQL (worker
+//      start, `pg` load, connect).
+// The PostgreSQL server is a throwaway cluster (Debian's postgresql; initdb in a temp folder, as
+// the `postgres` user when root), like test/harness/pg.ts.
+// Run as `node bench/scale.mjs --writer <url|path> <steps> <id>` it is one writer process.
+import { spawn, spawnSync } from "node:child_process";
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { createServer } from "node:net";
+import { tmpdir, userInfo } from "node:os";
+import { join } from "node:path";
+import { BIN, fmt, median, ROOT, report, tempDir, timeProcess } from "./lib.mjs";
+
+const { Ledger } = await import(join(ROOT, "dist", "ledger", "index.js"));
+const { BlobStore, PgStore, SqliteStore, SyncPg, initWorkspace, isPostgresUrl } = await import(
+  join(ROOT, "dist", "store", "index.js")
+);
+
+function openLedger(target) {
+  const store = isPostgresUrl(target) ? PgStore.open(target) : SqliteStore.open(target, { create: true });
+  return {
+    store,
+    ledger: new Ledger({ store, blobs: new BlobStore(join(tmpdir(), "ratchet-bench-scale-blobs")) }),
+  };
+}
+
+// ── writer mode: publish one plan, say ready, wait for "go", run the lifecycles, report ──
+if (process.argv[2] === "--writer") {
+  const [, , , target, stepsArg, id] = process.argv;
+  const steps = Number(stepsArg);
+  const { store, ledger } = openLedger(target);
+  const p = ledger.publish({
+    goal: `writer ${id}`,
+    steps: Array.from({ length: steps }, (_, j) => ({ title: `s${j}`, type: "THINKING" })),
+  });
+  process.stdout.write("ready\n");
+  process.stdin.once("data", () => {
+    const start = performance.timeOrigin + performance.now();
+    for (const sid of p.step_ids.slice(0, steps)) {
+      ledger.start({ step_id: sid });
+      ledger.complete({ step_id: sid, summary: "done" });
+    }
+    const end = performance.timeOrigin + performance.now();
+    store.close();
+    process.stdout.write(`${JSON.stringify({ start, end, n: steps })}\n`);
+    process.exit(0);
+  });
+} else {
+  await main();
+}
+
+/** Runs `writers` writer processes on `target`, released together; lifecycles per second overall. */
+async function lifecycles(target, writers, perWriter) {
+  const procs = Array.from({ length: writers }, (_, i) => {
+    const child = spawn(
+      process.execPath,
+      [join(ROOT, "bench", "scale.mjs"), "--writer", target, String(perWriter), String(i)],
+      {
+        stdio: ["pipe", "pipe", "inherit"],
+      },
+    );
+    let out = "";
+    child.stdout.setEncoding("utf8");
+    const ready = new Promise((res) => {
+      child.stdout.on("data", (c) => {
+        out += c;
+        if (out.includes("ready\n")) res();
+      });
+    });
+    const done = new Promise((res, rej) =>
+      child.on("close", (code) =>
+        code === 0
+          ? res(JSON.parse(out.split("\n").filter(Boolean).at(-1)))
+          : rej(new Error(`writer exited ${code}`)),
+      ),
+    );
+    return { child, ready, done };
+  });
+  await Promise.all(procs.map((p) => p.ready));
+  for (const p of procs) p.child.stdin.end("go\n");
+  const results = await Promise.all(procs.map((p) => p.done));
+  const start = Math.min(...results.map((r) => r.start));
+  const end = Math.max(...results.map((r) => r.end));
+  return results.reduce((n, r) => n + r.n, 0) / ((end - start) / 1000);
+}
+
+async function freePort() {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.once("error", rej);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => res(port));
+    });
+  });
+}
+
+/** A throwaway cluster; returns { url(db), createDb(name, settings), stop }. */
+async function startCluster() {
+  const root = "/usr/lib/postgresql";
+  const major = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a))[0] : undefined;
+  if (!major) throw new Error("PostgreSQL is not installed: run `bash scripts/ensure-system-deps.sh`");
+  const bin = join(root, major, "bin");
+  const dir = mkdtempSync(join(tmpdir(), "ratchet-bench-pg-"));
+  const root_ = userInfo().uid === 0;
+  if (root_) {
+    const id = (f) => Number(spawnSync("id", [f, "postgres"], { encoding: "utf8" }).stdout.trim());
+    chownSync(dir, id("-u"), id("-g"));
+  }
+  const run = (b, args) => {
+    const [cmd, argv] = root_
+      ? ["runuser", ["-u", "postgres", "--", join(bin, b), ...args]]
+      : [join(bin, b), args];
+    const r = spawnSync(cmd, argv, { encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`${b} failed: ${r.stderr}`);
+    return r.stdout;
+  };
+  run("initdb", ["-D", join(dir, "data"), "-U", "postgres", "--auth=trust", "--locale=C", "--no-sync"]);
+  const port = await freePort();
+  run("pg_ctl", [
+    "-D",
+    join(dir, "data"),
+    "-l",
+    join(dir, "log"),
+    "-w",
+    "-o",
+    `-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories=${dir} -c fsync=on`,
+    "start",
+  ]);
+  const stop = () => {
+    try {
+      run("pg_ctl", ["-D", join(dir, "data"), "-m", "fast", "-w", "stop"]);
+    } catch {}
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.on("exit", stop);
+  const psql = (sql) =>
+    run("psql", ["-h", dir, "-p", String(port), "-U", "postgres", "-d", "postgres", "-X", "-q", "-c", sql]);
+  const url = (db) => `postgres://postgres@127.0.0.1:${port}/${db}`;
+  return {
+    url,
+    createDb(name, settings = "") {
+      psql(`CREATE DATABASE ${name}`);
+      if (settings) psql(`ALTER DATABASE ${name} SET ${settings}`);
+      return url(name);
+    },
+    stop,
+  };
+}
+
+async function main() {
+  const quick = process.env.BENCH_QUICK === "1";
+  const ONE = quick ? 100 : 400; // lifecycles of the single writer
+  const EACH = quick ? 25 : 100; // lifecycles of each of the 8 writers
+  const cluster = await startCluster();
+  try {
+    const sqliteTarget = (tag) => join(initWorkspace(tempDir(`scale-${tag}`)).workspace.dbPath);
+    const figures = {};
+    const rows = [];
+    for (const [label, mk] of [
+      ["sqlite", (tag) => sqliteTarget(tag)],
+      ["postgres", (tag) => cluster.createDb(`b_${tag}`)],
+      ["postgres_async_commit", (tag) => cluster.createDb(`ba_${tag}`, "synchronous_commit = off")],
+    ]) {
+      const one = await lifecycles(mk(`${label}_1`), 1, ONE);
+      const eight = await lifecycles(mk(`${label}_8`), 8, EACH);
+      figures[`(a) ${label}: lifecycles/s, 1 writer`] = one;
+      figures[`(a) ${label}: lifecycles/s, 8 writer processes`] = eight;
+      rows.push([label, one, eight]);
+    }
+    const [sq, pg, pga] = rows;
+    figures["(a) ratio postgres / sqlite, 1 writer"] = pg[1] / sq[1];
+    figures["(a) ratio postgres / sqlite, 8 writers"] = pg[2] / sq[2];
+    figures["(a) ratio postgres(sync_commit=off) / sqlite, 1 writer"] = pga[1] / sq[1];
+    figures["(a) ratio postgres(sync_commit=off) / sqlite, 8 writers"] = pga[2] / sq[2];
+    figures["(a) 8 writers / 1 writer: sqlite"] = sq[2] / sq[1];
+    figures["(a) 8 writers / 1 writer: postgres"] = pg[2] / pg[1];
+
+    // (b) the bridge's cost per statement
+    const url = cluster.createDb("b_bridge");
+    const N = quick ? 2000 : 10000;
+    const sync = new SyncPg(url);
+    for (let i = 0; i < 200; i++) sync.query("SELECT 1 AS n");
+    let t = performance.now();
+    for (let i = 0; i < N; i++) sync.query("SELECT $1::int AS n", [i]);
+    const syncUs = ((performance.now() - t) * 1000) / N;
+    sync.close();
+    const pgMod = createRequire(join(ROOT, "package.json"))("pg");
+    const client = new pgMod.Client({ connectionString: url });
+    await client.connect();
+    for (let i = 0; i < 200; i++) await client.query("SELECT 1 AS n");
+    t = performance.now();
+    for (let i = 0; i < N; i++) await client.query({ name: "b", text: "SELECT $1::int AS n", values: [i] });
+    const asyncUs = ((performance.now() - t) * 1000) / N;
+    await client.end();
+    figures["(b) SELECT $1 through the sync bridge, µs"] = syncUs;
+    figures["(b) SELECT $1 on an async pg Client, µs"] = asyncUs;
+    figures["(b) bridge overhead per statement, µs"] = syncUs - asyncUs;
+
+    // (c) a fresh process opening the store
+    const RUNS = quick ? 5 : 15;
+    const sqDb = sqliteTarget("cli");
+    const pgDb = cluster.createDb("b_cli");
+    timeProcess([BIN, "plan", "list"], { env: { ...process.env, RATCHET_DB: pgDb } }); // migrate once
+    timeProcess([BIN, "plan", "list"], { env: { ...process.env, RATCHET_DB: sqDb } });
+    const sqMs = [];
+    const pgMs = [];
+    for (let i = 0; i < RUNS; i++) {
+      sqMs.push(timeProcess([BIN, "plan", "list"], { env: { ...process.env, RATCHET_DB: sqDb } }));
+      pgMs.push(timeProcess([BIN, "plan", "list"], { env: { ...process.env, RATCHET_DB: pgDb } }));
+    }
+    figures["(c) `ratchet plan list` median ms, sqlite"] = median(sqMs);
+    figures["(c) `ratchet plan list` median ms, postgres"] = median(pgMs);
+    figures["(c) ratio postgres / sqlite"] = median(pgMs) / median(sqMs);
+    report("scale", figures);
+    console.log(
+      `\n  load average at the end: ${fmt(Number(spawnSync("cat", ["/proc/loadavg"], { encoding: "utf8" }).stdout.split(" ")[0]))}`,
+    );
+  } finally {
+    cluster.stop();
+  }
+}

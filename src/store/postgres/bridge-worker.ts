@@ -1,0 +1,92 @@
+/**
+ * The worker half of the synchronous PostgreSQL bridge (see sync-client.ts). It runs in a worker
+ * thread that owns one `pg` Client; it takes one request at a time from its message port, runs it,
+ * posts the answer on the port and only then flips the shared flag and wakes the caller (so the
+ * answer is always on the port when the caller wakes).
+ *
+ * It is kept as source text and started with `eval: true`: the same code then runs from the
+ * TypeScript sources (vitest), from `dist/` and from the CommonJS bundle, which have no common
+ * file layout for a worker entry. `pgPath` is the resolved entry of the `pg` package, so the worker
+ * needs no module resolution of its own (a command's cwd may be any folder).
+ */
+export const BRIDGE_WORKER_SOURCE = `
+"use strict";
+const { workerData } = require("node:worker_threads");
+const { port, flag, pgPath } = workerData;
+const pg = require(pgPath);
+
+// BIGINT (COUNT(*), ids, epoch milliseconds) and NUMERIC arrive as numbers, like better-sqlite3's.
+const toNumber = (v) => (v === null ? null : Number(v));
+pg.types.setTypeParser(20, toNumber);
+pg.types.setTypeParser(1700, toNumber);
+
+let client;
+/** SQL text → prepared statement name: each distinct statement is parsed once per session. */
+const names = new Map();
+
+function reply(msg) {
+  port.postMessage(msg);
+  Atomics.store(flag, 0, 1);
+  Atomics.notify(flag, 0);
+}
+
+function errorOf(e) {
+  const o = e && typeof e === "object" ? e : { message: String(e) };
+  return {
+    message: String(o.message ?? o),
+    code: typeof o.code === "string" ? o.code : undefined,
+    detail: typeof o.detail === "string" ? o.detail : undefined,
+    constraint: typeof o.constraint === "string" ? o.constraint : undefined,
+    table: typeof o.table === "string" ? o.table : undefined,
+    severity: typeof o.severity === "string" ? o.severity : undefined,
+  };
+}
+
+async function handle(m) {
+  switch (m.kind) {
+    case "connect": {
+      client = new pg.Client({
+        connectionString: m.url,
+        statement_timeout: m.statementTimeoutMs,
+        idle_in_transaction_session_timeout: m.idleInTxTimeoutMs,
+        connectionTimeoutMillis: m.connectTimeoutMs,
+        application_name: m.applicationName,
+      });
+      // A connection lost between requests surfaces on the next query; do not crash the worker.
+      client.on("error", () => {});
+      await client.connect();
+      return { ok: true, rows: [], rowCount: 0 };
+    }
+    case "query": {
+      let name = names.get(m.sql);
+      if (name === undefined) {
+        name = "ratchet_" + names.size;
+        names.set(m.sql, name);
+      }
+      const r = await client.query({ name, text: m.sql, values: m.params });
+      return { ok: true, rows: r.rows, rowCount: r.rowCount ?? 0 };
+    }
+    case "exec": {
+      // The simple query protocol: several statements, no parameters, one round trip.
+      await client.query(m.sql);
+      return { ok: true, rows: [], rowCount: 0 };
+    }
+    case "close": {
+      if (client) await client.end();
+      return { ok: true, rows: [], rowCount: 0 };
+    }
+    default:
+      throw new Error("unknown bridge request " + String(m.kind));
+  }
+}
+
+port.on("message", (m) => {
+  handle(m).then(
+    (answer) => {
+      reply(answer);
+      if (m.kind === "close") port.close();
+    },
+    (e) => reply({ ok: false, error: errorOf(e) }),
+  );
+});
+`;

@@ -1,0 +1,157 @@
+/**
+ * Numbered PostgreSQL migrations, applied on open under a session advisory lock (open.ts). Like
+ * SQLite's, a landed migration is never edited; `schema_migrations` records which ids ran.
+ *
+ * The ledger tables are SQLite's (migrations 1, 3, 7 and the two plan columns of 10), with the same
+ * column names and meaning:
+ * - every TEXT column compares byte-wise (`COLLATE "C"`), as SQLite's BINARY collation does, so
+ *   keyset paging on (created_at, plan_id) orders the same on both stores whatever the database's
+ *   locale;
+ * - ids are BIGINT primary keys handed out as `MAX(id) + 1` by the insert itself, under the
+ *   workspace write lock every write transaction holds (pg-store.ts): dense and increasing in commit
+ *   order, exactly like SQLite's INTEGER PRIMARY KEY under `BEGIN IMMEDIATE`. A sequence would
+ *   leave gaps on rollback and, without the lock, hand out ids out of commit order.
+ * - epoch-millisecond columns (`lease_expires_at`, `duration_ms`) are BIGINT; REAL is DOUBLE PRECISION.
+ *
+ * Runs, threads and provenance tables are not here yet: those capabilities still need the SQLite
+ * store (docs/scale-out.md).
+ */
+export interface PgMigration {
+  id: number;
+  name: string;
+  sql: string;
+}
+
+/** `TEXT` with byte-wise comparison (SQLite's BINARY). */
+const c = (sql: string) => sql.replace(/\bTEXT\b/g, 'TEXT COLLATE "C"');
+
+export const PG_MIGRATIONS: readonly PgMigration[] = [
+  {
+    id: 1,
+    name: "ledger",
+    sql: c(`
+CREATE TABLE projects (
+  name        TEXT PRIMARY KEY,
+  repo_path   TEXT,
+  created_at  TEXT NOT NULL
+);
+CREATE UNIQUE INDEX projects_repo ON projects(repo_path) WHERE repo_path IS NOT NULL;
+
+CREATE TABLE plans (
+  plan_id             TEXT PRIMARY KEY,
+  goal                TEXT NOT NULL,
+  kind                TEXT NOT NULL DEFAULT 'plan',
+  project             TEXT,
+  project_source      TEXT,
+  status              TEXT NOT NULL,
+  revision_count      INTEGER NOT NULL DEFAULT 0,
+  max_revisions       INTEGER NOT NULL,
+  source_cwd          TEXT,
+  created_at          TEXT NOT NULL,
+  updated_at          TEXT NOT NULL,
+  finished_at         TEXT,
+  user_query          TEXT,
+  abandon_reason      TEXT,
+  review_state        TEXT,
+  review_skip_reason  TEXT,
+  extensions          TEXT,
+  session_id          TEXT,
+  headline_json       TEXT
+);
+CREATE INDEX plans_status ON plans(status, created_at);
+CREATE INDEX plans_created_id ON plans(created_at, plan_id);
+
+CREATE TABLE steps (
+  step_id           TEXT PRIMARY KEY,
+  plan_id           TEXT NOT NULL REFERENCES plans(plan_id),
+  parent_step_id    TEXT REFERENCES steps(step_id),
+  seq               INTEGER NOT NULL,
+  role              TEXT NOT NULL,
+  depth             INTEGER NOT NULL,
+  title             TEXT NOT NULL,
+  description       TEXT,
+  type              TEXT NOT NULL,
+  status            TEXT NOT NULL,
+  summary           TEXT,
+  agent_input       TEXT,
+  agent_output      TEXT,
+  failure_reason    TEXT,
+  exit_code         INTEGER,
+  tokens            INTEGER NOT NULL DEFAULT 0,
+  duration_ms       BIGINT,
+  lease_holder      TEXT,
+  lease_expires_at  BIGINT,
+  heartbeat_at      TEXT,
+  started_at        TEXT,
+  finished_at       TEXT,
+  created_at        TEXT NOT NULL,
+  updated_at        TEXT NOT NULL
+);
+CREATE INDEX steps_plan ON steps(plan_id);
+CREATE INDEX steps_parent ON steps(parent_step_id);
+
+CREATE TABLE step_logs (
+  id         BIGINT PRIMARY KEY,
+  step_id    TEXT NOT NULL REFERENCES steps(step_id),
+  plan_id    TEXT NOT NULL,
+  at         TEXT NOT NULL,
+  kind       TEXT NOT NULL,
+  text       TEXT NOT NULL,
+  bytes      INTEGER NOT NULL,
+  truncated  INTEGER NOT NULL DEFAULT 0,
+  blob       TEXT
+);
+CREATE INDEX step_logs_step ON step_logs(step_id, id);
+CREATE INDEX step_logs_plan ON step_logs(plan_id, id);
+
+CREATE TABLE deviations (
+  id              BIGINT PRIMARY KEY,
+  plan_id         TEXT NOT NULL REFERENCES plans(plan_id),
+  kind            TEXT NOT NULL,
+  parent_step_id  TEXT,
+  justification   TEXT NOT NULL,
+  sub_step_ids    TEXT,
+  old_max         INTEGER,
+  new_max         INTEGER,
+  created_at      TEXT NOT NULL
+);
+CREATE INDEX deviations_plan ON deviations(plan_id, id);
+
+CREATE TABLE skills (
+  id          BIGINT PRIMARY KEY,
+  plan_id     TEXT NOT NULL REFERENCES plans(plan_id),
+  step_id     TEXT,
+  name        TEXT NOT NULL,
+  source      TEXT NOT NULL,
+  reason      TEXT,
+  created_at  TEXT NOT NULL
+);
+CREATE INDEX skills_plan ON skills(plan_id, id);
+
+CREATE TABLE metrics (
+  id          BIGINT PRIMARY KEY,
+  name        TEXT NOT NULL,
+  value       DOUBLE PRECISION NOT NULL,
+  unit        TEXT,
+  project     TEXT,
+  plan_id     TEXT,
+  step_id     TEXT,
+  created_at  TEXT NOT NULL,
+  source      TEXT
+);
+CREATE INDEX metrics_plan ON metrics(plan_id, id);
+CREATE INDEX metrics_name ON metrics(name, id);
+
+CREATE TABLE events (
+  id           BIGINT PRIMARY KEY,
+  at           TEXT NOT NULL,
+  entity_kind  TEXT NOT NULL,
+  entity_id    TEXT NOT NULL,
+  plan_id      TEXT,
+  type         TEXT NOT NULL,
+  payload      TEXT NOT NULL
+);
+CREATE INDEX events_plan ON events(plan_id, id);
+`),
+  },
+];
