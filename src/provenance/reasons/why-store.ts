@@ -144,6 +144,8 @@ export interface WhyStore {
   }): number;
   /** The plan's `headline_response` influence rows. */
   adoptedCount(planId: string): number;
+  /** Every current row the plan recorded, oldest first. */
+  planReasons(planId: string): ReasonRow[];
 }
 
 const inList = (ids: readonly number[]) => ids.map(() => "?").join(",") || "NULL";
@@ -388,6 +390,12 @@ export class SqliteWhyStore implements WhyStore {
 
   insertInfluence(row: Parameters<WhyStore["insertInfluence"]>[0]): number {
     return insertRow(this.db, "prov_influence", { ...row, via: "headline_response" });
+  }
+
+  planReasons(planId: string): ReasonRow[] {
+    return this.db
+      .prepare("SELECT * FROM prov_change_reasons WHERE plan_id = ? AND superseded_by IS NULL ORDER BY id")
+      .all(planId) as ReasonRow[];
   }
 
   adoptedCount(planId: string): number {
