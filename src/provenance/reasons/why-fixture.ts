@@ -50,15 +50,16 @@ export const NODES: FixtureNode[] = [
   },
 ];
 
-export function fixture(opts: { project?: string; nodes?: FixtureNode[]; dir?: string } = {}): Fixture {
-  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "ratchet-why-"));
-  const dbPath = join(dir, "ratchet.db");
-  const store = SqliteStore.open(dbPath, { create: true });
-  const project = opts.project ?? "shop";
-  const repo = join(dir, "repo");
+/** Registers `project` and records one analysis run of `nodes` in `store` (what a node source writes). */
+export function seedProject(
+  store: SqliteStore,
+  project: string,
+  repo: string,
+  nodes: FixtureNode[] = NODES,
+): number {
   const db = store.db;
   const t = "2026-11-20T09:12:00.000Z";
-  const runId = store.tx(() => {
+  return store.tx(() => {
     store.addProject({ name: project, repo_path: repo, created_at: t });
     const run = insertRow(db, "prov_analysis_runs", {
       project,
@@ -67,7 +68,7 @@ export function fixture(opts: { project?: string; nodes?: FixtureNode[]; dir?: s
       created_at: t,
     });
     let seq = 0;
-    for (const n of opts.nodes ?? NODES) {
+    for (const n of nodes) {
       insertRow(db, "prov_node_snapshots", {
         run_id: run,
         node_key: n.node_key,
@@ -89,6 +90,38 @@ export function fixture(opts: { project?: string; nodes?: FixtureNode[]; dir?: s
     }
     return run;
   });
+}
+
+/** Inserts one change reason through the hash chain (defaults: asserted, agent, on the first node). */
+export function insertReason(
+  store: SqliteStore,
+  project: string,
+  cols: Record<string, string | number | null>,
+): number {
+  const t = "2026-11-20T09:12:00.000Z";
+  return store.tx(() =>
+    insertChained(store.db, "prov_change_reasons", {
+      project,
+      node_key: NODES[0]?.node_key ?? null,
+      plan_id: "old-plan",
+      occurred_at: t,
+      recorded_at: t,
+      recorded_by: "agent",
+      tier: "asserted",
+      ...cols,
+    }),
+  );
+}
+
+export function fixture(opts: { project?: string; nodes?: FixtureNode[]; dir?: string } = {}): Fixture {
+  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "ratchet-why-"));
+  const dbPath = join(dir, "ratchet.db");
+  const store = SqliteStore.open(dbPath, { create: true });
+  const project = opts.project ?? "shop";
+  const repo = join(dir, "repo");
+  const db = store.db;
+  const t = "2026-11-20T09:12:00.000Z";
+  const runId = seedProject(store, project, repo, opts.nodes);
   const ledger = new Ledger({ store, blobs: new BlobStore(join(dir, "blobs")) });
   return {
     dir,
@@ -97,19 +130,7 @@ export function fixture(opts: { project?: string; nodes?: FixtureNode[]; dir?: s
     store,
     ledger,
     runId,
-    reason: (cols) =>
-      store.tx(() =>
-        insertChained(db, "prov_change_reasons", {
-          project,
-          node_key: NODES[0]?.node_key ?? null,
-          plan_id: "old-plan",
-          occurred_at: t,
-          recorded_at: t,
-          recorded_by: "agent",
-          tier: "asserted",
-          ...cols,
-        }),
-      ),
+    reason: (cols) => insertReason(store, project, cols),
     utterance: (text) =>
       store.tx(() =>
         insertChained(db, "prov_utterances", {

@@ -24,6 +24,8 @@ export interface WhyQuery {
   pending?: boolean;
   neverRead?: boolean;
   search?: string;
+  /** Write no read_hit (a read-only server). */
+  noHits?: boolean;
 }
 
 export interface WhySummary {
@@ -99,6 +101,7 @@ const SEARCH_LIMIT = 20;
  */
 export function why(store: WhyStore, nodes: NodeSource, q: WhyQuery, at: string): WhyResult {
   const hit = (records: readonly ReadRecord[]) =>
+    !q.noHits &&
     writeReadHits(
       store,
       records.map((r) => r.id),
@@ -177,7 +180,8 @@ export function why(store: WhyStore, nodes: NodeSource, q: WhyQuery, at: string)
     ...(q.budgetTokens !== undefined ? { budgetTokens: q.budgetTokens } : {}),
   });
   const records = [...read.constraints.records, ...read.rejected.records, ...read.reasons.records];
-  writeReadHits(store, shownIds(read), { project: q.project, plan_id: null, moment: "why", at });
+  if (!q.noHits)
+    writeReadHits(store, shownIds(read), { project: q.project, plan_id: null, moment: "why", at });
   return {
     mode: "target",
     project: q.project,
