@@ -163,7 +163,7 @@ export class SqliteWhyStore implements WhyStore {
     const notUnstated = role === "reason" ? "AND tier <> 'unstated'" : "";
     return this.db
       .prepare(
-        `SELECT * FROM prov_change_reasons WHERE node_key = ? AND project = ? AND role = ? AND superseded_by IS NULL
+        `SELECT * FROM prov_change_reasons WHERE node_key = ? AND +project = ? AND +role = ? AND superseded_by IS NULL
          ${active} ${notUnstated} ORDER BY id DESC LIMIT ?`,
       )
       .all(nodeKey, project, role, opts.limit ?? -1) as ReasonRow[];
@@ -178,7 +178,7 @@ export class SqliteWhyStore implements WhyStore {
            coalesce(sum(role = 'rejected_path'), 0) AS rejected,
            coalesce(sum(role = 'reason' AND tier <> 'unstated'), 0) AS reasons,
            coalesce(sum(role = 'reason' AND tier = 'unstated'), 0) AS pending
-         FROM prov_change_reasons WHERE node_key = ? AND project = ? AND superseded_by IS NULL`,
+         FROM prov_change_reasons WHERE node_key = ? AND +project = ? AND superseded_by IS NULL`,
       )
       .get(nodeKey, project) as NodeCounts;
   }
