@@ -208,6 +208,28 @@ describe("headline through the CLI", () => {
   });
 });
 
+describe("headline-respond under concurrency", () => {
+  test("four processes answer one finding at once: exactly one wins, the others exit 2; events recorded", async () => {
+    const r = await publish({ declared_targets: [LOAD_QN] });
+    expect(r.status, r.stderr).toBe(0);
+    const p = String(r.marker?.plan_id);
+    const results = await Promise.all([0, 1, 2, 3].map(() => ws.run(["headline", "ack", p, FID])));
+    expect(results.map((x) => x.status).sort()).toEqual([0, 2, 2, 2]);
+    const rows = query(
+      ws,
+      "SELECT r.finding_id FROM prov_headline_responses r JOIN prov_headlines h ON h.id = r.headline_id WHERE h.plan_id = ?",
+      p,
+    );
+    expect(rows).toHaveLength(1);
+    const events = query<{ type: string }>(
+      ws,
+      "SELECT type FROM events WHERE plan_id = ? AND type LIKE 'plan.headline%' ORDER BY id",
+      p,
+    );
+    expect(events.map((e) => e.type)).toEqual(["plan.headline", "plan.headline_responded"]);
+  });
+});
+
 describe("why through the CLI", () => {
   test("by qualified name inside the repo: header, sections, records with tier and counts", async () => {
     const r = await ws.run(["why", LOAD_QN], { cwd: repo });
@@ -218,7 +240,7 @@ describe("why through the CLI", () => {
     );
     expect(r.stdout).toMatch(
       new RegExp(
-        `#${constraintId} · asserted · task context · \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d · shown plan 3 · adopted by `,
+        `#${constraintId} · asserted · task context · \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d · shown plan \\d+ · adopted by `,
       ),
     );
     expect(r.stdout).toContain("── reasons · 1");
