@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { applyOp } from "../../ledger/index.js";
 import { type Fixture, fixture, NODES } from "./why-fixture.js";
+import { setNodeSourceFactory, TableNodeSource } from "./why-node-source.js";
 
 const fixtures: Fixture[] = [];
 afterEach(() => {
@@ -188,6 +189,49 @@ describe("headline at publish", () => {
       headline_notes: [{ answer: "active_constraint:nk_34676ea5f:1", action: "revise" }],
     });
     expect(f.count("prov_change_reasons", "role = 'constraint'")).toBe(1);
+  });
+
+  it("a malformed extensions file never blocks publish: a hint says it was not used", async () => {
+    const f = setup();
+    mkdirSync(f.repo, { recursive: true });
+    for (const body of [
+      "{not json",
+      JSON.stringify({ constraints: "x" }),
+      JSON.stringify({ constraints: [{ node: "" }] }),
+    ]) {
+      writeFileSync(join(f.repo, "provledger-extensions.json"), body);
+      const out = await publish(f, { declared_targets: [LOAD.qualified_name] });
+      expect(out.exitStatus, body).toBe(0);
+      expect((out.result!.headline as { hints: string[] }).hints.join("\n")).toMatch(
+        /extensions file not used: .*provledger-extensions\.json/,
+      );
+    }
+    expect(f.count("prov_change_reasons", "role = 'constraint'")).toBe(0);
+  });
+
+  it("a node source plugged in with setNodeSourceFactory is the one publish reads", async () => {
+    const f = setup();
+    const seen: string[] = [];
+    const table = new TableNodeSource(f.store.db);
+    setNodeSourceFactory(() => ({
+      ...table,
+      hasGraph: (p: string) => table.hasGraph(p),
+      refresh: () => table.refresh(),
+      changedNodes: (id: string) => table.changedNodes(id),
+      touchedNodes: (id: string) => table.touchedNodes(id),
+      history: (k: string) => table.history(k),
+      resolve: (p: string, t: string) => {
+        seen.push(t);
+        return table.resolve(p, t);
+      },
+    }));
+    try {
+      const out = await publish(f, { declared_targets: ["shop.pipeline.rollup"] });
+      expect(out.exitStatus).toBe(0);
+      expect(seen).toEqual(["shop.pipeline.rollup"]);
+    } finally {
+      setNodeSourceFactory((store) => new TableNodeSource(store.db));
+    }
   });
 
   it("block: false (or an agent constraint) never blocks", async () => {

@@ -250,7 +250,13 @@ export function publishHeadline(
   const hints: string[] = [];
   const hasGraph = nodes.hasGraph(input.project);
   if (!hasGraph) hints.push(`no state graph for project ${input.project}: targets are not resolved`);
-  const declared = declaredConstraints(extensionsPath(input.repo));
+  // A broken extensions file never blocks publish: its constraints are not imported, a hint says why.
+  let declared: ReturnType<typeof declaredConstraints> = [];
+  try {
+    declared = declaredConstraints(extensionsPath(input.repo));
+  } catch (e) {
+    hints.push(`extensions file not used: ${(e as Error).message}`);
+  }
   const sync = hasGraph
     ? syncConstraints(store, nodes, input.project, declared, input.at)
     : { blocks: new Map(), unresolved: [] };
