@@ -118,7 +118,11 @@ function eventDetail(e: NodeEvent): string {
 }
 
 /** Builds the records of rows (sources, quotes, shown/adopted counts), uncut. */
-export function recordsOf(store: WhyStore, rows: readonly ReasonRow[], section: SectionName): ReadRecord[] {
+export function recordsOf(
+  store: WhyStore,
+  rows: readonly ReasonRow[],
+  section: SectionName | ((r: ReasonRow) => SectionName),
+): ReadRecord[] {
   const ids = rows.map((r) => r.id);
   const sources = store.sources(ids);
   const shown = store.shown(ids);
@@ -141,7 +145,7 @@ export function recordsOf(store: WhyStore, rows: readonly ReasonRow[], section: 
     const text = r.statement ?? r.interpretation ?? quote?.marked ?? "(unstated: no reason was given)";
     return {
       id: r.id,
-      section,
+      section: typeof section === "function" ? section(r) : section,
       role: r.role,
       tier: r.tier,
       evidence_level: evidenceLevel(r, src),
@@ -204,12 +208,12 @@ export function boundedRead(
   opts: ReadOptions = {},
 ): BoundedRead {
   const cap = (n: number) => (opts.all ? undefined : n);
-  const section = (name: SectionName, rows: ReasonRow[], total: number): Section<ReadRecord> => ({
-    total,
-    records: recordsOf(store, rows, name),
-    omitted: total - rows.length,
-    pointers: [],
-  });
+  // One batch of lookups (sources, shown, adopted, corrections) for the three sections' rows.
+  const pending: [SectionName, ReasonRow[], number][] = [];
+  const section = (name: SectionName, rows: ReasonRow[], total: number): Section<ReadRecord> => {
+    pending.push([name, rows, total]);
+    return { total, records: [], omitted: total - rows.length, pointers: [] };
+  };
   const counts = store.counts(project, node.node_key);
   const lim = (n: number) => {
     const c = cap(n);
@@ -230,6 +234,19 @@ export function boundedRead(
     store.onNode(project, node.node_key, "reason", lim(READ_CAPS.reasons)),
     counts.reasons,
   );
+  const of = new Map<number, SectionName>();
+  for (const [name, rows] of pending) for (const r of rows) of.set(r.id, name);
+  const all = recordsOf(
+    store,
+    pending.flatMap(([, rows]) => rows),
+    (r) => of.get(r.id) ?? "reasons",
+  );
+  for (const [name, s] of [
+    ["constraints", constraints],
+    ["rejected", rejected],
+    ["reasons", reasons],
+  ] as const)
+    s.records = all.filter((r) => r.section === name);
   const chars = (opts.budgetTokens ?? DEFAULT_BUDGET_TOKENS) * CHARS_PER_TOKEN;
   const used = trimToBudget([constraints, rejected, reasons], chars);
   const claims = store.priorClaims(project, [node.node_key, node.qualified_name], opts.exceptPlan);
