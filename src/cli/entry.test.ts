@@ -17,6 +17,7 @@ describe("plainWriteFlow: which command lines skip building the full CLI", () =>
     [["step", "complete", "p-A", "--summary", "s"], { op: "complete-step", args: ["p-A", "--summary", "s"] }],
     [["plan", "sweep"], { op: "sweep", args: [] }],
     [["plan", "sweep", "in.json"], { op: "sweep", input: "in.json" }],
+    [["headline", "respond", "-"], { op: "headline-respond", input: "-" }],
   ])("%j is a write flow", (args, expected) => {
     expect(plainWriteFlow(args)).toMatchObject(expected);
   });
@@ -31,6 +32,8 @@ describe("plainWriteFlow: which command lines skip building the full CLI", () =>
     [["plan", "show", "p-1"]],
     [["--db=", "step", "start", "a.json"]],
     [["--version"]],
+    // `headline respond <plan> <finding> --action …` is hand-written in why-commands.ts.
+    [["headline", "respond", "p-1", "active_constraint:nk_1:1", "--action", "proceed"]],
   ])("%j goes to the full CLI", (args) => {
     expect(plainWriteFlow(args)).toBeUndefined();
   });

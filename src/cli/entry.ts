@@ -32,6 +32,9 @@ export function plainWriteFlow(
   const op = WRITE_FLOWS.get(`${rest[0]} ${rest[1]}`);
   const flowArgs = rest.slice(2);
   if (!op || flowArgs.some((a) => a === "-h" || a === "--help")) return undefined;
+  // `headline respond <plan> <finding> --action …` is hand-written (why-commands.ts): only its
+  // input-file form (`-`, a .json/.yaml path) takes the fast path.
+  if (op === "headline-respond" && flowArgs.length !== 1) return undefined;
   return {
     op,
     args: flowArgs,

@@ -10,6 +10,7 @@ import { flowHelp } from "./flow-args.js";
 import { err, guardStdio, out } from "./io.js";
 import { events, planList, planShow, projectAdd, projectList } from "./reads.js";
 import { reviewCommand } from "./review-command.js";
+import { addWhyCommands } from "./why-commands.js";
 import { runBatch, runFlowCommand } from "./write-flows.js";
 
 const VERSION = "0.1.0";
@@ -99,10 +100,16 @@ function build(setStatus: (n: number) => void): Command {
   const metric = program.command("metric").description("numeric observations");
 
   // Every write flow's command, its --help and its flag-style form come from FLOWS.
-  const groups: Record<string, Command> = { plan, step, metric };
+  const groups: Record<string, Command> = {
+    plan,
+    step,
+    metric,
+    headline: addWhyCommands(program, act, globals),
+  };
   for (const f of FLOWS) {
     const group = groups[f.command[0]];
     if (!group) throw new Error(`no command group ${f.command[0]} for flow ${f.op}`);
+    if (group.commands.some((c) => c.name() === f.command[1])) continue; // a hand-written twin (headline respond)
     group
       .command(f.command[1])
       .argument("[input...]", "a .json/.yaml/.yml file or - for stdin, or the fields as flags")

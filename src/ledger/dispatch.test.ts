@@ -1,5 +1,6 @@
 import { describe, expect, it, onTestFinished } from "vitest";
 import { headTail, truncationMarker, utf8Length } from "../core/index.js";
+import { insertReason, seedProject } from "../provenance/reasons/why-fixture.js";
 import { type LedgerFixture, makeLedgerFixture } from "../testing/ledger-fixtures.js";
 import { applyOp, OP_NAMES, type OpOutcome } from "./dispatch.js";
 import type { Op } from "./inputs.js";
@@ -51,6 +52,7 @@ describe("op names (pinned)", () => {
       "agent-review-close",
       "heartbeat",
       "sweep",
+      "headline-respond",
     ]);
   });
 });
@@ -150,6 +152,19 @@ describe("applyOp: ok markers", () => {
       marker: { status: "IN_PROGRESS" },
     },
     { op: "sweep", input: () => ({}), marker: { count: 0 } },
+    {
+      op: "headline-respond",
+      input: (fx) => {
+        seedProject(fx.store, "shop", fx.workDir);
+        insertReason(fx.store, "shop", { role: "constraint", statement: "weekly grain stays" });
+        const p = fx.publish("headline", ["THINKING"], {
+          project: "shop",
+          declared_targets: ["shop.pipeline.load_orders"],
+        });
+        return { plan_id: p.plan_id, finding_id: "active_constraint:nk_34676ea5f:1", action: "proceed" };
+      },
+      marker: { finding_id: "active_constraint:nk_34676ea5f:1", action: "proceed", by: "agent", adopted: 1 },
+    },
   ];
 
   it("covers every op", () => {

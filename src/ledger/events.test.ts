@@ -13,6 +13,8 @@ describe("ledger event types", () => {
       "plan.completed",
       "plan.deviated",
       "plan.failed",
+      "plan.headline",
+      "plan.headline_responded",
       "plan.needs_review",
       "plan.published",
       "plan.reopened",

@@ -21,6 +21,8 @@ export const LedgerEvent = {
   StepLogAppended: "step.log_appended",
   StepHeartbeat: "step.heartbeat",
   MetricRecorded: "metric.recorded",
+  PlanHeadline: "plan.headline",
+  PlanHeadlineResponded: "plan.headline_responded",
 } as const;
 export type LedgerEvent = (typeof LedgerEvent)[keyof typeof LedgerEvent];
 

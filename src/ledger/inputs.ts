@@ -143,5 +143,6 @@ export const Op = {
   ReviewClose: "agent-review-close",
   Heartbeat: "heartbeat",
   Sweep: "sweep",
+  HeadlineRespond: "headline-respond",
 } as const;
 export type Op = (typeof Op)[keyof typeof Op];

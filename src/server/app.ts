@@ -21,6 +21,7 @@ import { runnerRoutes } from "./routes/runner.js";
 import { runRoutes } from "./routes/runs.js";
 import { sseRoutes } from "./routes/sse.js";
 import { staticRoutes } from "./routes/static.js";
+import { whyRoutes } from "./routes/why.js";
 import { workflowRoutes } from "./routes/workflows.js";
 
 export type ServerEnv = { Variables: Record<string, never> };
@@ -108,6 +109,7 @@ export const BUILTIN_ROUTES: readonly RouteGroup[] = [
   runnerRoutes,
   sseRoutes,
   mcpRoutes,
+  whyRoutes,
   openapiRoutes,
 ];
 

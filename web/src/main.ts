@@ -1,11 +1,12 @@
 /**
  * The Ratchet dashboard. Hash routes (`#/plans/<id>`, `#/runs/<id>`, `#/scripts/<wf>/<step>/<diff>`,
- * `#/runner/<task>`) choose the view; `/events` (EventSource) re-renders it when something it
+ * `#/runner/<task>`, `#/reasons/<plan>`, `#/why/<project>/<target>`) choose the view; `/events` (EventSource) re-renders it when something it
  * shows changes. It reads only the public HTTP API; the token is used only for writes.
  */
 import { follow, get, type Json, setToken, token } from "./api.js";
 import { h, mount } from "./dom.js";
 import { plansList, planView } from "./plans.js";
+import { reasonsView, whyView } from "./why.js";
 import { runsList, runView, tasksList, taskView, workflowsList, workflowView } from "./work.js";
 
 const $ = (id: string) => document.getElementById(id) as HTMLElement;
@@ -45,6 +46,11 @@ async function render(): Promise<void> {
       await workflowsList(side, a);
       if (a) await workflowView(main, a, b, c, status);
       else mount(main, h("p", { class: "empty" }, "Choose a workflow."));
+    } else if (tab === "reasons" && a) {
+      await plansList(side, a);
+      await reasonsView(main, a);
+    } else if (tab === "why" && a && b) {
+      await whyView(main, a, b);
     } else if (tab === "runner") {
       await tasksList(side, a);
       if (a) await taskView(main, a);

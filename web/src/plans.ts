@@ -100,6 +100,16 @@ export async function planView(el: HTMLElement, planId: string, log: HTMLElement
       "div",
       { class: "meta" },
       `${v.plan.plan_id} · revisions ${v.plan.revision_count}/${v.plan.max_revisions}${v.plan.project ? ` · project ${v.plan.project}` : ""}`,
+      v.plan.project
+        ? [
+            " · ",
+            h(
+              "a",
+              { href: `#/reasons/${encodeURIComponent(v.plan.plan_id)}`, "data-reasons-link": "" },
+              "reasons",
+            ),
+          ]
+        : null,
     ),
     tree(v.steps, openLog),
     h("h3", {}, "Deviations"),

@@ -17,6 +17,7 @@ import {
   type Schema,
   str,
 } from "../../core/index.js";
+import { headlineAtPublish } from "../../provenance/reasons/headline-publish.js";
 import type { StepRow } from "../../store/index.js";
 import { blankStep, gitRoot, type LedgerCore, NO_PROJECT } from "../core.js";
 import { LedgerEvent } from "../events.js";
@@ -193,6 +194,8 @@ export function publishPlan(l: LedgerCore, input: PublishInput, ctx: { cwd?: str
         ...(skills.length ? { skills: skills.length } : {}),
       },
     });
+    // Provenance (spec §5.1): the headline of a plan with a project and declared_targets.
+    const headline = headlineAtPublish(l, { plan_id: planId, project, extensions, at: now });
     return {
       plan_id: planId,
       goal: input.goal,
@@ -212,6 +215,7 @@ export function publishPlan(l: LedgerCore, input: PublishInput, ctx: { cwd?: str
       ...(skills.length ? { skills_recorded: skills.length, skills } : {}),
       ...(Array.isArray(input.expectations) ? { expectations_recorded: input.expectations.length } : {}),
       ...(notices.length ? { notice: notices.join("; ") } : {}),
+      ...(headline ? { headline } : {}),
     };
   });
 }
@@ -236,7 +240,12 @@ export const PUBLISH_PLAN_FLOW = defineFlow({
     {
       code: ErrorCode.InvalidValue,
       exit: 2,
-      when: "the declared project is not the current folder's (`pick one`)",
+      when: "the declared project is not the current folder's (`pick one`); malformed `declared_targets`/`headline_notes`, a note citing no existing reason",
+    },
+    {
+      code: ErrorCode.HeadlineBlocked,
+      exit: 4,
+      when: "an unanswered headline finding on a human constraint declared `block: true`",
     },
   ],
   result: [
@@ -253,6 +262,7 @@ export const PUBLISH_PLAN_FLOW = defineFlow({
     "skills?",
     "expectations_recorded?",
     "notice?",
+    "headline?",
   ],
   run: (l, i, c) => publishPlan(l, i, { ...(c.cwd ? { cwd: c.cwd } : {}) }),
 });

@@ -1,0 +1,109 @@
+/**
+ * The `constraints` of `provledger-extensions.json`: human constraints anchored on nodes,
+ * `{"constraints": [{"node": "<qualified name | nk_…>", "statement": "…", "block": true?}]}`.
+ * The file is the first that exists of `<project repo>/provledger-extensions.json`,
+ * `$PROVLEDGER_EXTENSIONS`, `~/skill-workspace/provledger-extensions.json` (never merged).
+ * Each entry is imported once as a `role=constraint`, `tier=asserted`, `recorded_by=human` row
+ * (plan_id `extensions`); `block` is read from the file each time, never stored.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { ErrorCode, RatchetError } from "../../core/index.js";
+import type { NodeSource } from "../types.js";
+import type { WhyStore } from "./why-store.js";
+
+export interface DeclaredConstraint {
+  node: string;
+  statement: string;
+  block: boolean;
+}
+
+/** The extensions file used for a project repo (undefined when none exists). */
+export function extensionsPath(
+  repo: string | null,
+  env: NodeJS.ProcessEnv = process.env,
+): string | undefined {
+  const candidates = [
+    repo ? join(repo, "provledger-extensions.json") : undefined,
+    env.PROVLEDGER_EXTENSIONS,
+    join(homedir(), "skill-workspace", "provledger-extensions.json"),
+  ];
+  return candidates.find((p): p is string => p !== undefined && p !== "" && existsSync(p));
+}
+
+/**
+ * The declared constraints of the file (none when there is no file).
+ * @throws RatchetError `invalid_value` (exit 2) naming the file and entry when it is malformed.
+ */
+export function declaredConstraints(file: string | undefined): DeclaredConstraint[] {
+  if (!file) return [];
+  let doc: unknown;
+  try {
+    doc = JSON.parse(readFileSync(file, "utf8"));
+  } catch (e) {
+    throw new RatchetError(ErrorCode.InvalidValue, `${file}: not readable JSON (${(e as Error).message})`, {
+      file,
+    });
+  }
+  const list = (doc as { constraints?: unknown } | null)?.constraints;
+  if (list === undefined) return [];
+  if (!Array.isArray(list))
+    throw new RatchetError(ErrorCode.InvalidValue, `${file}: \`constraints\` must be a list`, {
+      file,
+      field: "constraints",
+    });
+  return list.map((c, i) => {
+    const e = c as { node?: unknown; statement?: unknown; block?: unknown } | null;
+    if (!e || typeof e.node !== "string" || !e.node || typeof e.statement !== "string" || !e.statement.trim())
+      throw new RatchetError(
+        ErrorCode.InvalidValue,
+        `${file}: \`constraints[${i}]\` needs a non-empty \`node\` and \`statement\``,
+        { file, field: `constraints[${i}]` },
+      );
+    if (e.block !== undefined && typeof e.block !== "boolean")
+      throw new RatchetError(
+        ErrorCode.InvalidValue,
+        `${file}: \`constraints[${i}].block\` must be true or false`,
+        {
+          file,
+          field: `constraints[${i}].block`,
+        },
+      );
+    return { node: e.node, statement: e.statement.trim(), block: e.block === true };
+  });
+}
+
+/** A constraint row id → whether the file declares it `block: true`. */
+export type BlockMap = Map<number, boolean>;
+
+/**
+ * Imports the declared constraints whose node resolves (unresolved ones are returned as hints)
+ * and maps each row to its `block` flag. Runs inside the caller's write transaction.
+ */
+export function syncConstraints(
+  store: WhyStore,
+  nodes: NodeSource,
+  project: string,
+  declared: readonly DeclaredConstraint[],
+  at: string,
+): { blocks: BlockMap; unresolved: string[]; imported: number } {
+  const blocks: BlockMap = new Map();
+  const unresolved: string[] = [];
+  let imported = 0;
+  for (const c of declared) {
+    const node = nodes.resolve(project, c.node);
+    if (!node) {
+      unresolved.push(c.node);
+      continue;
+    }
+    let row = store.findConstraint(project, node.node_key, c.statement);
+    if (!row) {
+      const id = store.insertConstraint({ project, node_key: node.node_key, statement: c.statement, at });
+      imported++;
+      row = store.reasons([id])[0];
+    }
+    if (row) blocks.set(row.id, c.block);
+  }
+  return { blocks, unresolved, imported };
+}
