@@ -9,6 +9,7 @@ import { initWorkspace, SqliteStore } from "../store/index.js";
 import { flowHelp } from "./flow-args.js";
 import { err, guardStdio, out } from "./io.js";
 import { events, planList, planShow, projectAdd, projectList } from "./reads.js";
+import { reasonGroup } from "./reason-commands.js";
 import { reviewCommand } from "./review-command.js";
 import { runBatch, runFlowCommand } from "./write-flows.js";
 
@@ -92,10 +93,12 @@ function build(setStatus: (n: number) => void): Command {
   const metric = program.command("metric").description("numeric observations");
 
   // Every write flow's command, its --help and its flag-style form come from FLOWS.
-  const groups: Record<string, Command> = { plan, step, metric };
+  const groups: Record<string, Command> = { plan, step, metric, reason: reasonGroup(program, act, globals) };
   for (const f of FLOWS) {
     const group = groups[f.command[0]];
     if (!group) throw new Error(`no command group ${f.command[0]} for flow ${f.op}`);
+    // An area file may write a flow's command itself (`reason slots` has a text form).
+    if (group.commands.some((c) => c.name() === f.command[1])) continue;
     group
       .command(f.command[1])
       .argument("[input...]", "a .json/.yaml/.yml file or - for stdin, or the fields as flags")

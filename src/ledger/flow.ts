@@ -40,6 +40,8 @@ export interface FlowDef<I = unknown, R extends Record<string, unknown> = Record
   refusals: readonly Refusal[];
   /** The keys of the result, documented (the marker carries the scalar ones). */
   result: readonly string[];
+  /** Only these result keys go on the marker (default: every scalar one). */
+  marker?: readonly string[];
   run(ledger: Ledger, input: I, ctx: OpContext): R | Promise<R>;
 }
 

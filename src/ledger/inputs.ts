@@ -143,5 +143,7 @@ export const Op = {
   ReviewClose: "agent-review-close",
   Heartbeat: "heartbeat",
   Sweep: "sweep",
+  ReasonSlots: "reason-slots",
+  ReasonFill: "reason-fill",
 } as const;
 export type Op = (typeof Op)[keyof typeof Op];

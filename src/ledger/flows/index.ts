@@ -4,6 +4,9 @@
  * derived from it: adding a flow is one file in this folder and one line here.
  */
 import type { Schema } from "../../core/index.js";
+// Provenance flows live in their area (their definitions exported there); importing the door also
+// registers the close-time reasons on the ledger's onPlanClosing hook.
+import { REASON_FILL_FLOW, REASON_SLOTS_FLOW } from "../../provenance/reasons/index.js";
 import type { FlowDef } from "../flow.js";
 import type { Op } from "../inputs.js";
 import { ABANDON_PLAN_FLOW } from "./abandon-plan.js";
@@ -42,6 +45,8 @@ export const FLOWS = [
   AGENT_REVIEW_CLOSE_FLOW,
   HEARTBEAT_FLOW,
   SWEEP_FLOW,
+  REASON_SLOTS_FLOW,
+  REASON_FILL_FLOW,
 ] as const satisfies readonly AnyFlow[];
 
 /** The flow of each op. */

@@ -15,7 +15,10 @@ import {
 
 const WORDS = "Keep fiscal weeks in load_orders. Finance reconciles weekly, not by calendar week.";
 const LOAD_ORDERS = { qualified_name: "shop.pipeline.load_orders", file_path: "shop/pipeline.py" };
-const FISCAL_WEEK = { qualified_name: "shop.pipeline.load_orders:df.fiscal_week", file_path: "shop/pipeline.py" };
+const FISCAL_WEEK = {
+  qualified_name: "shop.pipeline.load_orders:df.fiscal_week",
+  file_path: "shop/pipeline.py",
+};
 
 describe("tokens and slot keys", () => {
   it("keeps identifiers of ≥ 3 characters, lower-cased, minus stopwords", () => {
@@ -27,8 +30,18 @@ describe("tokens and slot keys", () => {
   });
   it("takes the local name, the local name split on _, and the parent segment", () => {
     expect(localName(FISCAL_WEEK.qualified_name)).toBe("fiscal_week");
-    expect([...slotKeys(FISCAL_WEEK.qualified_name)].sort()).toEqual(["fiscal", "fiscal_week", "load_orders", "week"]);
-    expect([...slotKeys(LOAD_ORDERS.qualified_name)].sort()).toEqual(["load", "load_orders", "orders", "pipeline"]);
+    expect([...slotKeys(FISCAL_WEEK.qualified_name)].sort()).toEqual([
+      "fiscal",
+      "fiscal_week",
+      "load_orders",
+      "week",
+    ]);
+    expect([...slotKeys(LOAD_ORDERS.qualified_name)].sort()).toEqual([
+      "load",
+      "load_orders",
+      "orders",
+      "pipeline",
+    ]);
     expect([...slotKeys("main")]).toEqual(["main"]);
   });
 });
@@ -36,7 +49,14 @@ describe("tokens and slot keys", () => {
 describe("splitSentences", () => {
   it("splits after . + space, after !?。！？ and at newlines; keeps rollup.py whole; trims", () => {
     const s = splitSentences("Edit rollup.py now.  Why? 因为这样。再来！ok\n  last line  ");
-    expect(s.map((x) => x.text)).toEqual(["Edit rollup.py now.", "Why?", "因为这样。", "再来！", "ok", "last line"]);
+    expect(s.map((x) => x.text)).toEqual([
+      "Edit rollup.py now.",
+      "Why?",
+      "因为这样。",
+      "再来！",
+      "ok",
+      "last line",
+    ]);
   });
   it("gives code-point offsets (an emoji is one character) that slice back to the sentence", () => {
     const text = "😀 keep load_orders. 🚀 next 𠮷 one.";
@@ -48,7 +68,11 @@ describe("splitSentences", () => {
   });
   it("the worked example's first sentence is [0,33] of 82 characters", () => {
     expect(charLength(WORDS)).toBe(82);
-    expect(splitSentences(WORDS)[0]).toEqual({ text: "Keep fiscal weeks in load_orders.", start: 0, end: 33 });
+    expect(splitSentences(WORDS)[0]).toEqual({
+      text: "Keep fiscal weeks in load_orders.",
+      start: 0,
+      end: 33,
+    });
   });
   it("gives nothing for blank text", () => {
     expect(splitSentences("  \n \n")).toEqual([]);
@@ -112,7 +136,12 @@ describe("checklistText", () => {
   it("numbers the slots and says `unstated`", () => {
     const t = checklistText("p", [
       { node_key: "nk_1", qualified_name: "a.b", node_type: "function", event_types: ["node_changed"] },
-      { node_key: "nk_2", qualified_name: "a.c", node_type: "class", event_types: ["node_added", "node_renamed"] },
+      {
+        node_key: "nk_2",
+        qualified_name: "a.c",
+        node_type: "class",
+        event_types: ["node_added", "node_renamed"],
+      },
     ]);
     expect(t).toContain("`unstated`");
     expect(t).toContain("  1. a.b (function, node_changed) [nk_1]");

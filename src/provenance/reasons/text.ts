@@ -150,7 +150,10 @@ export function splitSentences(text: string): Sentence[] {
     if (c === "\n" || c === "\r") {
       flush(i);
       from = i + 1;
-    } else if (HARD_STOPS.has(c) || (c === "." && (i + 1 === cps.length || SPACE.test(cps[i + 1] as string)))) {
+    } else if (
+      HARD_STOPS.has(c) ||
+      (c === "." && (i + 1 === cps.length || SPACE.test(cps[i + 1] as string)))
+    ) {
       flush(i + 1);
       from = i + 1;
     }
