@@ -50,7 +50,7 @@ const int = num({ int: true, min: 0 });
 
 /** The documented shape (for `--help`, the docs table, `/openapi.json` and the MCP tool). */
 const Documented = obj({
-  plan_id: idStr,
+  plan_id: str({ min: 1, max: MAX_ID_CHARS, description: "the plan whose slots are answered" }),
   project: opt(str({ min: 1, max: MAX_ID_CHARS, description: "its project (default: the plan's)" })),
   run_id: opt(
     num({ int: true, min: 1, description: "the analysis run answered (default: each node's slot run)" }),
