@@ -97,8 +97,8 @@ function build(setStatus: (n: number) => void): Command {
   for (const f of FLOWS) {
     const group = groups[f.command[0]];
     if (!group) throw new Error(`no command group ${f.command[0]} for flow ${f.op}`);
-    // An area file may write a flow's command itself (`reason slots` has a text form).
-    if (group.commands.some((c) => c.name() === f.command[1])) continue;
+    // A flow whose command its area's own file writes (`reason slots` has a text form).
+    if (f.ownCommand) continue;
     group
       .command(f.command[1])
       .argument("[input...]", "a .json/.yaml/.yml file or - for stdin, or the fields as flags")

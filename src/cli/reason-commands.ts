@@ -7,8 +7,9 @@
 import type { Command } from "commander";
 import { applyOp } from "../ledger/index.js";
 import { type GlobalOptions, withContext } from "./context.js";
+import { INPUT_FILE } from "./flow-args.js";
 import { out } from "./io.js";
-import { reportError } from "./write-flows.js";
+import { reportError, runWriteFlow } from "./write-flows.js";
 
 interface SlotsOpts {
   project?: string;
@@ -51,6 +52,8 @@ export function renderSlots(r: SlotsView): string {
 }
 
 async function slots(planId: string, o: SlotsOpts, g: GlobalOptions): Promise<number> {
+  // The flow's own input shape (`reason-slots.sh input.json`, `-` for stdin): JSON result + marker.
+  if (INPUT_FILE.test(planId)) return runWriteFlow("reason-slots", planId, g);
   return withContext(g, async (ctx) => {
     const raw = {
       plan_id: planId,
@@ -78,6 +81,7 @@ export function reasonGroup(
     .description("close-time reasons of a registered project's plan: slots to answer, answers");
   reason
     .command("slots <plan_id>")
+    .usage("<plan_id> [--project P] [--draft] [--json]   (or: <input.json|->, the flow's JSON input)")
     .description(
       "the plan's changed nodes still without a reason, the checklist to ask the user once, and (--draft) spans of their recorded words (exit 10 without a state graph)",
     )

@@ -107,5 +107,6 @@ export const REASON_SLOTS_FLOW = defineFlow({
   ],
   result: ["plan_id", "project", "slots", "checklist", "auto_filled", "draft?"],
   marker: ["plan_id"],
+  ownCommand: true,
   run: (l, i) => reasonSlots(l, i),
 });
