@@ -117,6 +117,14 @@ describe("ratchet reason (built CLI)", () => {
     const json = await w.run(["reason", "slots", plan, "--json", "--draft"]);
     expect(json.marker).toEqual({ ok: true, op: "reason-slots", plan_id: plan });
     expect(JSON.parse(json.lines.slice(0, -1).join("\n")).slots).toHaveLength(2);
+    // The flow's own input shape (what the reason-slots.sh shim passes): a JSON file or stdin.
+    const viaFile = await w.run(["reason", "slots", w.input("slots.json", { plan_id: plan, draft: true })]);
+    expect(viaFile.marker).toEqual({ ok: true, op: "reason-slots", plan_id: plan });
+    const viaStdin = await w.run(["reason", "slots", "-"], {
+      input: JSON.stringify({ plan_id: plan, bogus: 1 }),
+    });
+    expect(viaStdin.status).toBe(2);
+    expect(viaStdin.stderr).toContain("bogus");
 
     const old = await w.run(["reason", "fill", "-"], {
       input: JSON.stringify({
