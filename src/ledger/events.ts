@@ -21,6 +21,10 @@ export const LedgerEvent = {
   StepLogAppended: "step.log_appended",
   StepHeartbeat: "step.heartbeat",
   MetricRecorded: "metric.recorded",
+  /** reason-fill recorded answers (payload: counts and reason ids). */
+  ReasonsFilled: "reasons.filled",
+  /** The close wrote its reasons (payload: close_mode and what each rule and the backstop wrote). */
+  ReasonsClosed: "reasons.closed",
 } as const;
 export type LedgerEvent = (typeof LedgerEvent)[keyof typeof LedgerEvent];
 

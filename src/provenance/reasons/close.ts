@@ -11,6 +11,7 @@
 import { dirname } from "node:path";
 import type { LedgerCore } from "../../ledger/core.js";
 import { hasReviewProject } from "../../ledger/core.js";
+import { LedgerEvent } from "../../ledger/events.js";
 import { childStepId } from "../../ledger/ids.js";
 import { StepStatus } from "../../ledger/states.js";
 import { type PlanRow, SqliteStore, type StepRow } from "../../store/index.js";
@@ -71,7 +72,17 @@ export function closeReasons(l: LedgerCore, plan: PlanRow, review: StepRow): voi
   if (setting.error) log(`[REASONS] close_mode: ${setting.error}; using ask`);
   const reasons = new SqliteReasonStore(sqlite);
   try {
-    const s = reasons.savepoint(() => writeClose(l, plan, review, nodes, reasons, setting.mode));
+    const s = reasons.savepoint(() => {
+      const summary = writeClose(l, plan, review, nodes, reasons, setting.mode);
+      l.store.appendEvent({
+        entityKind: "plan",
+        entityId: plan.plan_id,
+        planId: plan.plan_id,
+        type: LedgerEvent.ReasonsClosed,
+        payload: { ...summary },
+      });
+      return summary;
+    });
     const rules = Object.entries(s.by_rule).map(([r, n]) => `${r} ${n}`);
     log(
       `[REASONS] close (close_mode ${s.mode}): ${s.changed} changed node${s.changed === 1 ? "" : "s"}; by rules: ${rules.length ? rules.join(", ") : "none"}; ambiguous ${s.ambiguous}; unstated ${s.unstated}${s.mode === CloseMode.Pending ? " (state unknown, listed by why --pending)" : ""}; rejected paths ${s.rejected_paths}`,

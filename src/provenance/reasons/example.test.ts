@@ -121,6 +121,11 @@ describe("worked example (spec §8)", () => {
         .get(PLAN),
     ).toEqual({ n: 0 });
     expect(fx.store.getPlan(PLAN)?.review_state).toBe("reviewed");
+    const types = fx.events(PLAN).map((e) => e.type);
+    expect(types).toContain("reasons.filled");
+    // the close's event comes in the close's transaction, before the plan's own move
+    expect(types.indexOf("reasons.closed")).toBeLessThan(types.indexOf("plan.completed"));
+    expect(types.indexOf("reasons.closed")).toBeGreaterThan(types.indexOf("reasons.filled"));
   });
 
   it("the same call with {node_key, text} exits 2 and writes nothing", async () => {

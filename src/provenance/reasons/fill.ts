@@ -12,6 +12,7 @@
  */
 import { ErrorCode, RatchetError } from "../../core/index.js";
 import type { LedgerCore } from "../../ledger/core.js";
+import { LedgerEvent } from "../../ledger/events.js";
 import { defineFlow } from "../../ledger/flow.js";
 import { reasonContext } from "./context.js";
 import { type Answer, parseFill, ReasonFillInput } from "./fill-input.js";
@@ -113,7 +114,7 @@ export function reasonFill(l: LedgerCore, raw: Record<string, unknown>): ReasonF
           }
       }
     }
-    return {
+    const result = {
       plan_id: planId,
       filled: counts.stated + counts.asserted,
       stated: counts.stated,
@@ -123,6 +124,14 @@ export function reasonFill(l: LedgerCore, raw: Record<string, unknown>): ReasonF
       unknown_keys: [],
       reason_ids: ids,
     };
+    l.store.appendEvent({
+      entityKind: "plan",
+      entityId: planId,
+      planId,
+      type: LedgerEvent.ReasonsFilled,
+      payload: { ...counts, reason_ids: ids, source: input.source },
+    });
+    return result;
   });
 }
 
