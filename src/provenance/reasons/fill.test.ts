@@ -102,6 +102,50 @@ describe("reason-fill refusals write nothing", () => {
     });
   });
 
+  it("refuses the columns only the system sets (state, recorded_by, rule_id, superseded_by, offsets)", async () => {
+    fx = shopFixture();
+    for (const extra of [
+      { state: "active" },
+      { recorded_by: "human" },
+      { rule_id: "R0" },
+      { superseded_by: 1 },
+      { verbatim_start: 0 },
+      { role: "constraint" },
+    ])
+      await refused(
+        { ...base, reasons: [{ node_key: LOAD_ORDERS, interpretation: "x", ...extra }] },
+        2,
+        new RegExp(`reasons\\[0\\]\\.${Object.keys(extra)[0]}.*unknown field`),
+      );
+  });
+
+  it("a dataflow-only change is not a slot: answering it is an unknown key (10)", async () => {
+    fx = shopFixture();
+    fx.store.tx(() =>
+      fx.db
+        .prepare(
+          "INSERT INTO prov_node_events (run_id, seq, event_type, node_key, payload) VALUES (7, 3, 'node_changed', 'nk_flow', '{\"changed\":[\"dataflow_sig\"]}')",
+        )
+        .run(),
+    );
+    const slots = await applyOp(fx.ledger, "reason-slots", { plan_id: PLAN });
+    expect((slots.result as { slots: { node_key: string }[] }).slots.map((x) => x.node_key)).toEqual([
+      LOAD_ORDERS,
+      FISCAL_WEEK,
+    ]);
+    await refused({ ...base, reasons: [{ node_key: "nk_flow", unstated: true }] }, 10, /nk_flow/);
+  });
+
+  it("a plan without a project has no state graph (10)", async () => {
+    fx = shopFixture();
+    const p = fx.publish("no project", ["THINKING"]);
+    await refused(
+      { plan_id: p.plan_id, reasons: [{ node_key: LOAD_ORDERS, unstated: true }] },
+      10,
+      /no state graph/,
+    );
+  });
+
   it("refuses unknown utterance, reference and because ids, naming them", async () => {
     fx = shopFixture();
     await refused(

@@ -272,7 +272,7 @@ export interface SlotLine {
 /** The checklist the review agent shows the user (one question for all open slots). */
 export function checklistText(planId: string, slots: readonly SlotLine[]): string {
   if (slots.length === 0) return `plan ${planId}: no changed node needs a reason.`;
-  const head = `plan ${planId}: ${slots.length} changed node${slots.length === 1 ? "" : "s"} need a reason — answer each in one sentence (why this and not the other way, and who asked), or \`unstated\` when nobody knows:`;
+  const head = `plan ${planId}: ${slots.length === 1 ? "1 changed node needs" : `${slots.length} changed nodes need`} a reason — answer each in one sentence (why this and not the other way, and who asked), or \`unstated\` when nobody knows:`;
   const lines = slots.map(
     (s, i) => `  ${i + 1}. ${s.qualified_name} (${s.node_type}, ${s.event_types.join("/")}) [${s.node_key}]`,
   );
