@@ -71,6 +71,14 @@ describe("close-time rules", () => {
     expect(verdicts).toContainEqual({ node_key: LOAD_ORDERS, verdict: "ask" });
   });
 
+  it("a node only matched (no other event) is not touched: no rule writes for it", () => {
+    fx = shopFixture({ constraintOn: "nk_m" });
+    touch(3, "nk_m", "shop.other.weekly_total", "node_matched", { via: "name" });
+    fx.utterance({ text: "Leave weekly_total alone." });
+    fx.closeReview();
+    expect(reasonsOf().some((r) => r.node_key === "nk_m")).toBe(false);
+  });
+
   it("R1: a run failed then passed and the passing log names the node", () => {
     fx = shopFixture({ words: false, constraintOn: "nk_elsewhere" });
     const a = `${PLAN}-A`;

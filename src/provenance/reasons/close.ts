@@ -107,7 +107,11 @@ export function writeClose(
   const at = l.now();
   const changed = nodes.changedNodes(planId);
   const changedKeys = new Set(changed.map((n) => n.node_key));
-  const touchedRaw = nodes.touchedNodes(planId);
+  // A node whose only event is `node_matched` was seen, not touched: an analyzer may match every
+  // node of the repo each run, and rules over all of them would write reasons for unchanged code.
+  const touchedRaw = nodes
+    .touchedNodes(planId)
+    .filter((n) => n.event_types.some((t) => t !== "node_matched"));
   for (const n of changed) if (!touchedRaw.some((t) => t.node_key === n.node_key)) touchedRaw.push(n);
   const touched: (RuleNode & { run_id: number })[] = touchedRaw.map((n) => ({
     node_key: n.node_key,
