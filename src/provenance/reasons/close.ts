@@ -8,7 +8,7 @@
  * the review log says `[REASONS] state graph unavailable …`; a failure rolls back the savepoint
  * (no half-written provenance), is logged, and the close goes on.
  */
-import { dirname } from "node:path";
+import { dirname, isAbsolute } from "node:path";
 import type { LedgerCore } from "../../ledger/core.js";
 import { hasReviewProject } from "../../ledger/core.js";
 import { LedgerEvent } from "../../ledger/events.js";
@@ -67,7 +67,8 @@ export function closeReasons(l: LedgerCore, plan: PlanRow, review: StepRow): voi
   }
   const setting = loadCloseMode({
     repo: l.store.getProject(plan.project)?.repo_path ?? null,
-    workspaceDir: sqlite.db.name ? dirname(sqlite.db.name) : null,
+    // The workspace folder holds the database file (`.ratchet/ratchet.db`); an in-memory store has none.
+    workspaceDir: isAbsolute(sqlite.db.name) ? dirname(sqlite.db.name) : null,
   });
   if (setting.error) log(`[REASONS] close_mode: ${setting.error}; using ask`);
   const reasons = new SqliteReasonStore(sqlite);
