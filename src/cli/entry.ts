@@ -10,7 +10,9 @@ import { finalStatus, guardStdio } from "./io.js";
 import { runFlowCommand } from "./write-flows.js";
 
 /** `<group> <verb>` → marker op of every write flow (from FLOWS). */
-const WRITE_FLOWS: ReadonlyMap<string, Op> = new Map(FLOWS.map((f) => [f.command.join(" "), f.op]));
+const WRITE_FLOWS: ReadonlyMap<string, Op> = new Map(
+  FLOWS.filter((f) => !f.ownCommand).map((f) => [f.command.join(" "), f.op]),
+);
 
 /**
  * The write flow, its arguments and options of a write-flow command line (an input file, `-`, or

@@ -9,6 +9,7 @@ import { initWorkspace, noteCommand, SqliteStore } from "../store/index.js";
 import { flowHelp } from "./flow-args.js";
 import { err, guardStdio, out } from "./io.js";
 import { events, planList, planShow, projectAdd, projectList } from "./reads.js";
+import { reasonGroup } from "./reason-commands.js";
 import { reviewCommand } from "./review-command.js";
 import { addWhyCommands } from "./why-commands.js";
 import { runBatch, runFlowCommand } from "./write-flows.js";
@@ -105,10 +106,13 @@ function build(setStatus: (n: number) => void): Command {
     step,
     metric,
     headline: addWhyCommands(program, act, globals),
+    reason: reasonGroup(program, act, globals),
   };
   for (const f of FLOWS) {
     const group = groups[f.command[0]];
     if (!group) throw new Error(`no command group ${f.command[0]} for flow ${f.op}`);
+    // A flow whose command its area's own file writes (`reason slots` has a text form).
+    if (f.ownCommand) continue;
     if (group.commands.some((c) => c.name() === f.command[1])) continue; // a hand-written twin (headline respond)
     group
       .command(f.command[1])

@@ -38,6 +38,26 @@ export interface LedgerDeps {
   redactor?: Redactor;
 }
 
+/**
+ * Runs inside the transaction that closes a reviewed plan COMPLETED (the roll-up after
+ * `<plan>-REVIEW.1` completes, or `review-close` pass), before the review step and the plan move.
+ * Other modules register here (provenance writes its close-time reasons); the ledger knows no more
+ * of them. A hook must not throw: the ledger catches, logs on the review step and goes on, so
+ * nothing a hook does can stop the close.
+ */
+export type PlanClosingHook = (l: LedgerCore, plan: PlanRow, review: StepRow) => void;
+
+const PLAN_CLOSING_HOOKS: PlanClosingHook[] = [];
+
+/** Registers a hook run at every reviewed close; returns a function removing it. */
+export function onPlanClosing(hook: PlanClosingHook): () => void {
+  PLAN_CLOSING_HOOKS.push(hook);
+  return () => {
+    const i = PLAN_CLOSING_HOOKS.indexOf(hook);
+    if (i >= 0) PLAN_CLOSING_HOOKS.splice(i, 1);
+  };
+}
+
 /** What the roll-up did, reported on the tail marker of complete/fail/run. */
 export interface RollupReport {
   plan_status: string;
@@ -249,6 +269,17 @@ export class LedgerCore {
     return s === undefined ? undefined : this.redactor.redact(s);
   }
 
+  /** Runs the {@link onPlanClosing} hooks for a reviewed plan closing COMPLETED (in the caller's tx). */
+  runPlanClosing(plan: PlanRow, review: StepRow): void {
+    for (const hook of PLAN_CLOSING_HOOKS) {
+      try {
+        hook(this, plan, review);
+      } catch (e) {
+        this.addLog(review, "review", `[CLOSE HOOK] failed and was skipped: ${(e as Error).message}`);
+      }
+    }
+  }
+
   /** Runs the roll-up for a plan after a non-review transition, inside the caller's transaction. */
   rollUpPlan(planId: string, known?: PlanRow): RollupReport {
     // `known` is the plan row the caller read in this same transaction (saves a lookup).
@@ -297,6 +328,7 @@ export class LedgerCore {
           review_state: reviewed ? "reviewed" : "skipped",
           review_skip_reason: skip ?? null,
         });
+        if (reviewed) this.runPlanClosing(plan, started);
         this.moveStep(started, StepStatus.Completed, { summary: "all steps completed" }, { by: "rollup" });
         this.movePlan(plan, PlanStatus.Completed, { by: "rollup" });
         return { plan_status: PlanStatus.Completed, review_status: StepStatus.Completed };

@@ -26,6 +26,24 @@ function plan(fx: LedgerFixture, n = 2, extra: Parameters<LedgerFixture["publish
   return { id: p.plan_id, steps: p.step_ids.slice(0, n), review: p.review_step_id };
 }
 
+/** A handed-off plan of `billing` whose review run changed one node (`nk_1`). */
+function analysed(fx: LedgerFixture) {
+  const p = handedOff(fx);
+  fx.store.tx(() => {
+    fx.store.db
+      .prepare(
+        "INSERT INTO prov_analysis_runs (id, project, plan_id, step_id, trigger, created_at) VALUES (1, 'billing', ?, ?, 'review', 't')",
+      )
+      .run(p.id, `${p.id}-REVIEW.1`);
+    fx.store.db
+      .prepare(
+        "INSERT INTO prov_node_events (run_id, seq, event_type, node_key, payload) VALUES (1, 1, 'node_added', 'nk_1', '{}')",
+      )
+      .run();
+  });
+  return p;
+}
+
 function handedOff(fx: LedgerFixture) {
   fx.addProject("billing");
   const p = plan(fx, 1, { project: "billing" });
@@ -52,6 +70,8 @@ describe("op names (pinned)", () => {
       "agent-review-close",
       "heartbeat",
       "sweep",
+      "reason-slots",
+      "reason-fill",
       "headline-respond",
     ]);
   });
@@ -152,6 +172,12 @@ describe("applyOp: ok markers", () => {
       marker: { status: "IN_PROGRESS" },
     },
     { op: "sweep", input: () => ({}), marker: { count: 0 } },
+    { op: "reason-slots", input: (fx) => ({ plan_id: analysed(fx).id }), marker: {} },
+    {
+      op: "reason-fill",
+      input: (fx) => ({ plan_id: analysed(fx).id, reasons: [{ node_key: "nk_1", unstated: true }] }),
+      marker: {},
+    },
     {
       op: "headline-respond",
       input: (fx) => {

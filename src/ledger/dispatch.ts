@@ -25,9 +25,14 @@ export interface OpOutcome {
 }
 
 /** The tail marker of a successful flow: `ok`, `op`, and the result's scalar fields and id lists. */
-export function markerFor(op: Op, result: Record<string, unknown>): Record<string, unknown> {
+export function markerFor(
+  op: Op,
+  result: Record<string, unknown>,
+  keys?: readonly string[],
+): Record<string, unknown> {
   const marker: Record<string, unknown> = { ok: true, op };
   for (const [k, v] of Object.entries(result)) {
+    if (keys && !keys.includes(k)) continue;
     if (v === undefined) continue;
     if (v === null || typeof v !== "object" || (Array.isArray(v) && v.every((x) => typeof x === "string")))
       marker[k] = v;
@@ -46,6 +51,7 @@ export function errorMarker(op: string, err: RatchetError): Record<string, unkno
     exit_status: err.exitStatus,
     ...(err.details.breaker ? { breaker: err.details.breaker } : {}),
     ...(err.details.field ? { field: err.details.field } : {}),
+    ...(Array.isArray(err.details.unknown_keys) ? { unknown_keys: err.details.unknown_keys } : {}),
   };
 }
 
@@ -77,7 +83,7 @@ export async function applyOp(ledger: Ledger, op: Op, raw: unknown, ctx: OpConte
     const input = flow.input.parse(withoutAnnotations(raw), "");
     const result = await flow.run(ledger, input, ctx);
     const exitStatus = op === "run-step" ? Number(result.exit_code ?? 0) : 0;
-    return { op, ok: true, result, marker: markerFor(op, result), exitStatus };
+    return { op, ok: true, result, marker: markerFor(op, result, flow.marker), exitStatus };
   } catch (e) {
     const err = toRatchetError(e);
     return { op, ok: false, marker: errorMarker(op, err), exitStatus: err.exitStatus, error: err };

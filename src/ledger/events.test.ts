@@ -19,6 +19,8 @@ describe("ledger event types", () => {
       "plan.published",
       "plan.reopened",
       "plan.skill_recorded",
+      "reasons.closed",
+      "reasons.filled",
       "step.completed",
       "step.failed",
       "step.heartbeat",

@@ -23,6 +23,10 @@ export const LedgerEvent = {
   MetricRecorded: "metric.recorded",
   PlanHeadline: "plan.headline",
   PlanHeadlineResponded: "plan.headline_responded",
+  /** reason-fill recorded answers (payload: counts and reason ids). */
+  ReasonsFilled: "reasons.filled",
+  /** The close wrote its reasons (payload: close_mode and what each rule and the backstop wrote). */
+  ReasonsClosed: "reasons.closed",
 } as const;
 export type LedgerEvent = (typeof LedgerEvent)[keyof typeof LedgerEvent];
 

@@ -40,6 +40,13 @@ export interface FlowDef<I = unknown, R extends Record<string, unknown> = Record
   refusals: readonly Refusal[];
   /** The keys of the result, documented (the marker carries the scalar ones). */
   result: readonly string[];
+  /**
+   * The CLI command is written by hand in the area's own file (e.g. a text form): the generic
+   * command and the fast path of `bin/ratchet.js` leave it alone. Other edges are unchanged.
+   */
+  ownCommand?: boolean;
+  /** Only these result keys go on the marker (default: every scalar one). */
+  marker?: readonly string[];
   run(ledger: Ledger, input: I, ctx: OpContext): R | Promise<R>;
 }
 

@@ -143,6 +143,8 @@ export const Op = {
   ReviewClose: "agent-review-close",
   Heartbeat: "heartbeat",
   Sweep: "sweep",
+  ReasonSlots: "reason-slots",
+  ReasonFill: "reason-fill",
   HeadlineRespond: "headline-respond",
 } as const;
 export type Op = (typeof Op)[keyof typeof Op];

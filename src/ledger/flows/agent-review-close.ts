@@ -63,6 +63,7 @@ export function agentReviewClose(l: LedgerCore, input: ReviewCloseInput) {
     const tag = `[AGENT-REVIEW ${input.outcome === "pass" ? "PASS" : "FAIL"}${recovered ? " after recovery" : ""}]`;
     l.addLog(current, "review", `${tag} ${input.summary ?? ""}`.trimEnd());
     l.store.updatePlan(plan.plan_id, { review_state: "reviewed" });
+    if (input.outcome === "pass") l.runPlanClosing(plan, current);
     l.moveStep(
       current,
       to,

@@ -5,6 +5,9 @@
  */
 import type { Schema } from "../../core/index.js";
 import { HEADLINE_RESPOND_FLOW } from "../../provenance/reasons/headline-respond.js";
+// Provenance flows live in their area (their definitions exported there); importing the door also
+// registers the close-time reasons on the ledger's onPlanClosing hook.
+import { REASON_FILL_FLOW, REASON_SLOTS_FLOW } from "../../provenance/reasons/index.js";
 import type { FlowDef } from "../flow.js";
 import type { Op } from "../inputs.js";
 import { ABANDON_PLAN_FLOW } from "./abandon-plan.js";
@@ -43,6 +46,8 @@ export const FLOWS = [
   AGENT_REVIEW_CLOSE_FLOW,
   HEARTBEAT_FLOW,
   SWEEP_FLOW,
+  REASON_SLOTS_FLOW,
+  REASON_FILL_FLOW,
   HEADLINE_RESPOND_FLOW,
 ] as const satisfies readonly AnyFlow[];
 

@@ -1,0 +1,248 @@
+/**
+ * The reasons area's tables behind one interface (`ReasonStore`), with its SQLite implementation:
+ * change reasons (hash-chained), the trigger log, influence rows, reference links anchored on a
+ * reason, and the small reads reason-slots / reason-fill / the close need (utterances and
+ * references are read directly until the words store lands: their columns are fixed by
+ * migration 10). Every write runs inside the caller's `store.tx()`.
+ */
+import type { SqliteDb, SqliteStore } from "../../store/index.js";
+import { insertChained, insertRow } from "../rows.js";
+import type { CandidateUtterance } from "./text.js";
+
+export const Tier = {
+  Stated: "stated",
+  Asserted: "asserted",
+  Derived: "derived",
+  Unstated: "unstated",
+} as const;
+export type Tier = (typeof Tier)[keyof typeof Tier];
+
+/** A `prov_change_reasons` row as stored. */
+export interface ReasonRow {
+  id: number;
+  project: string;
+  node_key: string | null;
+  run_id: number | null;
+  event_id: number | null;
+  plan_id: string;
+  step_id: string | null;
+  kind: string;
+  role: string;
+  verbatim_utterance_id: number | null;
+  verbatim_start: number | null;
+  verbatim_end: number | null;
+  interpretation: string | null;
+  statement: string | null;
+  rationale: string | null;
+  state: string;
+  superseded_by: number | null;
+  occurred_at: string;
+  recorded_at: string;
+  recorded_by: string;
+  tier: Tier;
+  rule_id: string | null;
+}
+
+/** What a writer gives for a new reason (the rest defaults as the migration says). */
+export interface NewReason {
+  project: string;
+  node_key: string | null;
+  run_id: number | null;
+  plan_id: string;
+  step_id: string | null;
+  kind: string;
+  role: "reason" | "rejected_path" | "constraint";
+  tier: Tier;
+  state: "active" | "unknown";
+  recorded_by: "human" | "agent" | "system";
+  at: string;
+  verbatim_utterance_id?: number;
+  verbatim_start?: number;
+  verbatim_end?: number;
+  interpretation?: string;
+  statement?: string;
+  rule_id?: string;
+}
+
+export interface NewTrigger {
+  project: string;
+  plan_id: string;
+  node_key: string | null;
+  path: "code" | "external";
+  rule_id: string | null;
+  verdict: "auto" | "ask" | "silent" | "ambiguous";
+  basis: string;
+  at: string;
+}
+
+export interface NewInfluence {
+  reason_id: number;
+  project: string;
+  plan_id: string | null;
+  session_id: string | null;
+  node_key: string | null;
+  via: "reason_because" | "headline_response";
+  by: "agent" | "human";
+  at: string;
+}
+
+/** What the candidate rule needs of a plan. */
+export interface PlanWindow {
+  plan_id: string;
+  project: string | null;
+  created_at: string;
+  finished_at: string | null;
+}
+
+export interface ReasonStore {
+  /** Every reason row of the plan, oldest first. */
+  reasonsOfPlan(planId: string): ReasonRow[];
+  reason(id: number): ReasonRow | undefined;
+  /** An utterance's id and verbatim text. */
+  utterance(id: number): CandidateUtterance | undefined;
+  hasReference(id: number): boolean;
+  /** The session the plan was published from (`plans.session_id`), when known. */
+  planSession(planId: string): string | null;
+  /**
+   * The draft's and R0's material: utterances attributed to the plan, the project's utterances
+   * inside the plan window (created → finished, or open end), and every utterance of a session
+   * that has one attributed to the plan or is the plan's own `session_id`. Oldest first.
+   */
+  candidateUtterances(plan: PlanWindow): CandidateUtterance[];
+  /** Active constraint rows anchored on the node (R5). */
+  activeConstraints(project: string, nodeKey: string): ReasonRow[];
+  /** Texts of the plan's rejected paths already recorded (R6 writes each once per plan and text). */
+  rejectedPathTexts(planId: string): Set<string>;
+  insertReason(r: NewReason): number;
+  insertTrigger(t: NewTrigger): number;
+  insertInfluence(i: NewInfluence): number;
+  /** Links a reference to a reason (`stance` supports). */
+  linkReference(reasonId: number, referenceId: number): number;
+  /** Points `id`'s one mutable column at its newer row. */
+  supersede(id: number, by: number): void;
+  /** Runs `fn` in a savepoint of the open transaction: a throw rolls back only what `fn` wrote. */
+  savepoint<T>(fn: () => T): T;
+}
+
+/** {@link ReasonStore} on the ledger's SQLite file (same transaction as the ledger's rows). */
+export class SqliteReasonStore implements ReasonStore {
+  readonly db: SqliteDb;
+
+  constructor(store: SqliteStore) {
+    this.db = store.db;
+  }
+
+  reasonsOfPlan(planId: string): ReasonRow[] {
+    return this.db
+      .prepare("SELECT * FROM prov_change_reasons WHERE plan_id = ? ORDER BY id")
+      .all(planId) as ReasonRow[];
+  }
+
+  reason(id: number): ReasonRow | undefined {
+    return this.db.prepare("SELECT * FROM prov_change_reasons WHERE id = ?").get(id) as ReasonRow | undefined;
+  }
+
+  utterance(id: number): CandidateUtterance | undefined {
+    return this.db.prepare("SELECT id, text FROM prov_utterances WHERE id = ?").get(id) as
+      | CandidateUtterance
+      | undefined;
+  }
+
+  hasReference(id: number): boolean {
+    return this.db.prepare("SELECT 1 FROM prov_references WHERE id = ?").get(id) !== undefined;
+  }
+
+  planSession(planId: string): string | null {
+    const r = this.db.prepare("SELECT session_id FROM plans WHERE plan_id = ?").get(planId) as
+      | { session_id: string | null }
+      | undefined;
+    return r?.session_id ?? null;
+  }
+
+  candidateUtterances(plan: PlanWindow): CandidateUtterance[] {
+    const session = this.planSession(plan.plan_id);
+    return this.db
+      .prepare(
+        `SELECT id, text FROM prov_utterances
+          WHERE plan_id = @plan
+             OR (@project IS NOT NULL AND project = @project AND occurred_at >= @from
+                 AND (@to IS NULL OR occurred_at <= @to))
+             OR (session_id IS NOT NULL AND (session_id = @session OR session_id IN
+                 (SELECT session_id FROM prov_utterances WHERE plan_id = @plan AND session_id IS NOT NULL)))
+          ORDER BY id`,
+      )
+      .all({
+        plan: plan.plan_id,
+        project: plan.project,
+        from: plan.created_at,
+        to: plan.finished_at,
+        session,
+      }) as CandidateUtterance[];
+  }
+
+  activeConstraints(project: string, nodeKey: string): ReasonRow[] {
+    return this.db
+      .prepare(
+        `SELECT * FROM prov_change_reasons WHERE project = ? AND node_key = ? AND role = 'constraint'
+           AND state = 'active' AND superseded_by IS NULL ORDER BY id`,
+      )
+      .all(project, nodeKey) as ReasonRow[];
+  }
+
+  rejectedPathTexts(planId: string): Set<string> {
+    const rows = this.db
+      .prepare("SELECT interpretation FROM prov_change_reasons WHERE plan_id = ? AND role = 'rejected_path'")
+      .all(planId) as { interpretation: string | null }[];
+    return new Set(rows.map((r) => r.interpretation ?? ""));
+  }
+
+  insertReason(r: NewReason): number {
+    return insertChained(this.db, "prov_change_reasons", {
+      project: r.project,
+      node_key: r.node_key,
+      run_id: r.run_id,
+      plan_id: r.plan_id,
+      step_id: r.step_id,
+      kind: r.kind,
+      role: r.role,
+      verbatim_utterance_id: r.verbatim_utterance_id ?? null,
+      verbatim_start: r.verbatim_start ?? null,
+      verbatim_end: r.verbatim_end ?? null,
+      interpretation: r.interpretation ?? null,
+      statement: r.statement ?? null,
+      rationale_visibility: "personal",
+      statement_visibility: "shareable",
+      state: r.state,
+      occurred_at: r.at,
+      recorded_at: r.at,
+      recorded_by: r.recorded_by,
+      tier: r.tier,
+      rule_id: r.rule_id ?? null,
+    });
+  }
+
+  insertTrigger(t: NewTrigger): number {
+    return insertRow(this.db, "prov_trigger_log", { ...t });
+  }
+
+  insertInfluence(i: NewInfluence): number {
+    return insertRow(this.db, "prov_influence", { ...i });
+  }
+
+  linkReference(reasonId: number, referenceId: number): number {
+    return insertRow(this.db, "prov_reference_links", {
+      reason_id: reasonId,
+      reference_id: referenceId,
+      stance: "supports",
+    });
+  }
+
+  supersede(id: number, by: number): void {
+    this.db.prepare("UPDATE prov_change_reasons SET superseded_by = ? WHERE id = ?").run(by, id);
+  }
+
+  savepoint<T>(fn: () => T): T {
+    // better-sqlite3 runs a transaction function called inside an open transaction as a SAVEPOINT.
+    return this.db.transaction(fn)();
+  }
+}
