@@ -254,5 +254,11 @@ export const PUBLISH_PLAN_FLOW = defineFlow({
     "expectations_recorded?",
     "notice?",
   ],
-  run: (l, i, c) => publishPlan(l, i, { ...(c.cwd ? { cwd: c.cwd } : {}) }),
+  run: async (l, i, c) => {
+    const r = publishPlan(l, i, { ...(c.cwd ? { cwd: c.cwd } : {}) });
+    // The state-graph baseline of a registered-project plan, after the transaction (never fails publish).
+    const { baselineAtPublish } = await import("../../provenance/nodes/index.js");
+    const base = await baselineAtPublish(l.store, r);
+    return base?.notice ? { ...r, notice: r.notice ? `${r.notice}; ${base.notice}` : base.notice } : r;
+  },
 });
