@@ -37,6 +37,8 @@ function git(repo: string, args: string[]): string {
       timeout: GIT_TIMEOUT_MS,
       maxBuffer: GIT_MAX_BUFFER,
       stdio: ["ignore", "pipe", "pipe"],
+      // Never take git's index lock for a read (a user's git command may be running).
+      env: { ...process.env, GIT_OPTIONAL_LOCKS: "0" },
     });
   } catch (err) {
     const stderr = String((err as { stderr?: unknown }).stderr ?? "").trim();
@@ -68,16 +70,28 @@ export function repoState(repo: string): RepoState {
     if (meta[0] === "160000") continue; // submodule
     staged.set(entry.slice(tab + 1), meta[1] as string);
   }
-  const modified = new Set(git(repo, ["ls-files", "-m", "-z"]).split("\0").filter(Boolean));
-  const others = git(repo, ["ls-files", "--others", "--exclude-standard", "-z"]).split("\0").filter(Boolean);
+  // One status call: worktree edits (Y), untracked files .gitignore allows (??), staged changes (X).
+  const modified = new Set<string>();
+  const others: string[] = [];
+  let dirty = false;
+  const status = git(repo, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"]).split(
+    "\0",
+  );
+  for (const entry of status) {
+    if (entry.length < 4) continue;
+    const x = entry[0];
+    const y = entry[1];
+    const path = entry.slice(3);
+    dirty = true;
+    if (x === "?" && y === "?") others.push(path);
+    else if (y !== " ") modified.add(path);
+  }
   let head: string | null = null;
   try {
     head = git(repo, ["rev-parse", "--verify", "-q", "HEAD"]).trim() || null;
   } catch {
     head = null;
   }
-  const dirty =
-    modified.size > 0 || others.length > 0 || git(repo, ["status", "--porcelain", "-uno"]).trim() !== "";
   const paths = [...new Set([...staged.keys(), ...others])].sort();
   const files: RepoFile[] = [];
   const skipped: RepoState["skipped"] = [];

@@ -135,7 +135,9 @@ describe("refresh and identity", () => {
     expect(rep.events_by_type).toEqual({ identity_ambiguous: 2, node_added: 2, node_removed: 2 });
     const amb = t.src.history(c).find((e) => e.event_type === "identity_ambiguous");
     expect(amb?.payload).toMatchObject({ via: "struct_sig", group: ["m.c", "m.d"] });
-    expect([...((amb?.payload.candidates as string[] | undefined) ?? [])].sort()).toEqual([oldA, oldB].sort());
+    expect([...((amb?.payload.candidates as string[] | undefined) ?? [])].sort()).toEqual(
+      [oldA, oldB].sort(),
+    );
     expect(t.src.history(oldA).map((e) => e.event_type)).toEqual(["node_added", "node_removed"]);
   });
 
