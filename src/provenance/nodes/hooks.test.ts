@@ -22,7 +22,11 @@ function setup(withRepo = true) {
       trigger: string;
     }[];
   const publish = async () => {
-    const r = await applyOp(fx.ledger, "publish-plan", { goal: "g", project: "shop", steps: [{ title: "a", type: "CODE" }] });
+    const r = await applyOp(fx.ledger, "publish-plan", {
+      goal: "g",
+      project: "shop",
+      steps: [{ title: "a", type: "CODE" }],
+    });
     expect(r.ok, r.error?.message).toBe(true);
     return r.result as { plan_id: string; notice?: string };
   };
@@ -66,7 +70,14 @@ describe("runs taken by the ledger", () => {
     const logs = t.fx.store.db
       .prepare("SELECT kind, text FROM step_logs WHERE step_id = ?")
       .all(`${p.plan_id}-REVIEW.1`) as { kind: string; text: string }[];
-    expect(logs).toEqual([{ kind: "graph", text: expect.stringMatching(/^\[GRAPH\] state graph refresh failed, review goes on without it: no state graph/) }]);
+    expect(logs).toEqual([
+      {
+        kind: "graph",
+        text: expect.stringMatching(
+          /^\[GRAPH\] state graph refresh failed, review goes on without it: no state graph/,
+        ),
+      },
+    ]);
     expect(t.runs()).toEqual([]);
   });
 
