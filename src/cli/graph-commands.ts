@@ -56,6 +56,12 @@ export async function graphRefresh(o: RefreshFlags): Promise<number> {
   const planId = o.plan ?? (env.PROVLEDGER_PLAN_ID || undefined);
   const stepId = o.step ?? (env.PROVLEDGER_STEP_ID || undefined);
   const trigger = o.trigger ?? (env.PROVLEDGER_TRIGGER || (planId ? "review" : "manual"));
+  if (trigger === "publish")
+    throw new RatchetError(
+      ErrorCode.InvalidValue,
+      "trigger publish is reserved for the baseline run publish takes (a run with it is left out of a plan's changed nodes)",
+      { field: "trigger" },
+    );
   return withContext(o, async (ctx) => {
     const project = projectOf(ctx.store, o.project);
     const { nodeSourceFor } = await nodes();

@@ -170,6 +170,7 @@ describe("graph CLI", () => {
       [["graph", "refresh", "--project", "shop", "--plan", "no-such-plan"], 3, /no-such-plan/],
       [["graph", "refresh", "--project", "shop", "--step", "x-A"], 2, /plan id/],
       [["graph", "refresh", "--project", "shop", "--trigger", "Bad Word"], 2, /trigger/],
+      [["graph", "refresh", "--project", "shop", "--plan", planId, "--trigger", "publish"], 2, /reserved/],
     ];
     for (const [args, status, message] of cases) {
       const r = await ws.run(args);

@@ -297,6 +297,29 @@ describe("bad input writes nothing", () => {
     expect(runs()).toBe(0);
   });
 
+  it("a closed plan takes no more runs (its changed nodes are settled)", async () => {
+    const t = setup({ "m.py": "def f():\n    pass\n" });
+    const planId = t.plan();
+    t.fx.ledger.abandon({ plan_id: planId, reason: "test" });
+    await expect(t.src.refresh("shop", { planId, trigger: "review" })).rejects.toMatchObject({
+      exitStatus: 2,
+      message: expect.stringContaining("open plans only"),
+    });
+    expect(t.count("prov_analysis_runs")).toBe(0);
+  });
+
+  it("two refreshes at once: the second matches against the first, never both against the same run", async () => {
+    const t = setup({ "m.py": "def f(x):\n    return x\n" });
+    await t.src.refresh("shop", { trigger: "register" });
+    t.write("m.py", "def f(x):\n    return x + 1\n");
+    const [a, b] = await Promise.all([
+      t.src.refreshReport("shop", { trigger: "manual" }),
+      t.src.refreshReport("shop", { trigger: "manual" }),
+    ]);
+    const events = [a, b].sort((x, y) => x.run.id - y.run.id).map((r) => r.events_by_type);
+    expect(events).toEqual([{ node_changed: 1 }, {}]);
+  });
+
   it("a folder that is not a git repository: no_state_graph, nothing written", async () => {
     const t = setup({ "m.py": "def f():\n    pass\n" });
     rmSync(join(t.repo, ".git"), { recursive: true, force: true });

@@ -184,6 +184,12 @@ export class SqliteNodeSource implements NodeSource {
     const plan = this.#store.getPlan(planId);
     if (!plan)
       throw new RatchetError(ErrorCode.PlanNotFound, `plan ${planId} not found`, { planId, field: "plan" });
+    if (plan.status !== "IN_PROGRESS")
+      throw new RatchetError(
+        ErrorCode.InvalidValue,
+        `plan ${planId} is ${plan.status}: runs are attributed to open plans only (a closed plan's changed nodes are settled)`,
+        { planId, field: "plan" },
+      );
     if (plan.project !== project)
       throw new RatchetError(
         ErrorCode.InvalidValue,
