@@ -4,7 +4,7 @@
  * loaded on first use), then name the symbols and compute their dataflow signatures across files.
  */
 import { parsePython } from "../../review/index.js";
-import { type FileFacts, moduleName, type SourceLanguage, type SymbolFact } from "./facts.js";
+import { type DataFact, type FileFacts, moduleName, type SourceLanguage, type SymbolFact } from "./facts.js";
 import { readSource, repoState } from "./files.js";
 import { ANALYZER_REVISION } from "./limits.js";
 import { pythonFacts } from "./python.js";
@@ -13,12 +13,15 @@ import { typescriptFacts } from "./typescript.js";
 
 /** A node as one analysis sees it, before it has a key. */
 export interface AnalysedNode {
-  node_type: SymbolFact["type"];
+  node_type: SymbolFact["type"] | DataFact["type"];
   qualified_name: string;
   file_path: string;
   line_start: number;
   line_end: number;
-  struct_sig: string;
+  /** Null for data nodes (they have no definition to hash). */
+  struct_sig: string | null;
+  /** Owned nodes (dataframes, columns): the owner's qualified name, followed when matching. */
+  owner_qn?: string;
   /** Null when nothing is known of its data flow (no parameters, no return, no callees, no bases). */
   dataflow_sig: string | null;
 }
@@ -112,12 +115,16 @@ export function nameNodes(perFile: readonly { path: string; facts: FileFacts }[]
     }
   const seen = new Map<string, number>();
   const out: AnalysedNode[] = [];
+  const owned: AnalysedNode[] = [];
+  const tables = new Set<string>();
   for (const { path, facts } of perFile) {
     const mod = moduleName(path);
+    const qnOf = new Map<string, string>();
     for (const s of facts.symbols) {
       const base = `${mod}.${s.path.join(".")}`;
       const n = (seen.get(base) ?? 0) + 1;
       seen.set(base, n);
+      if (!qnOf.has(s.path.join("."))) qnOf.set(s.path.join("."), n === 1 ? base : `${base}#${n}`);
       const edges = s.callees.map((c) => {
         const resolved =
           byFileLocal.get(`${path}\0${c}`) ??
@@ -141,6 +148,30 @@ export function nameNodes(perFile: readonly { path: string; facts: FileFacts }[]
           : null,
       });
     }
+    for (const d of facts.data ?? []) {
+      const lines = {
+        file_path: path,
+        line_start: d.line_start,
+        line_end: d.line_end,
+        struct_sig: null,
+        dataflow_sig: null,
+      };
+      if (d.type === "sql_table") {
+        if (tables.has(d.name)) continue;
+        tables.add(d.name);
+        out.push({ node_type: d.type, qualified_name: d.name, ...lines });
+        continue;
+      }
+      const owner = qnOf.get(d.owner.join("."));
+      if (!owner) continue;
+      if (d.type === "dataframe")
+        owned.push({ node_type: d.type, qualified_name: `${owner}:${d.name}`, owner_qn: owner, ...lines });
+      else {
+        const dot = d.name.indexOf(".");
+        const frame = `${owner}:${d.name.slice(0, dot)}`;
+        owned.push({ node_type: d.type, qualified_name: `${owner}:${d.name}`, owner_qn: frame, ...lines });
+      }
+    }
   }
-  return out;
+  return [...out, ...owned];
 }

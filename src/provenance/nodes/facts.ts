@@ -25,8 +25,54 @@ export interface SymbolFact {
   bases: string[];
 }
 
+/**
+ * A data node: a SQL table named in a string literal (name-only), a dataframe a function binds
+ * (`df = pd.read_csv(…)`, owned by the function) or a column read or written through one
+ * (`df["col"]`, owned by the dataframe). No signatures: name-only and owned nodes are matched by
+ * name, owned ones also through their owner's identity.
+ */
+export interface DataFact {
+  type: "sql_table" | "dataframe" | "column";
+  /** sql_table: the table; dataframe: the variable; column: `<variable>.<column>`. */
+  name: string;
+  /** The owning symbol's path (dataframes and columns); empty for tables. */
+  owner: string[];
+  line_start: number;
+  line_end: number;
+}
+
 export interface FileFacts {
   symbols: SymbolFact[];
+  /** Data nodes (absent in facts cached by an older analyser revision). */
+  data?: DataFact[];
+}
+
+const SQL_VERB = /\b(select|insert|update|delete|create|merge|with)\b/i;
+const SQL_TABLE =
+  /\b(?:from|join|into|update|table)\s+(?:if\s+(?:not\s+)?exists\s+)?([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)/gi;
+const NOT_TABLES = new Set([
+  "select",
+  "where",
+  "set",
+  "values",
+  "lateral",
+  "unnest",
+  "only",
+  "as",
+  "on",
+  "the",
+  "a",
+]);
+
+/** Tables a string literal names when it reads like SQL (lower-cased, unique, in order). */
+export function sqlTables(text: string): string[] {
+  if (!SQL_VERB.test(text)) return [];
+  const out: string[] = [];
+  for (const m of text.matchAll(SQL_TABLE)) {
+    const t = (m[1] as string).toLowerCase();
+    if (!NOT_TABLES.has(t) && !out.includes(t)) out.push(t);
+  }
+  return out;
 }
 
 /** Languages the node source reads, by file extension. */

@@ -45,6 +45,18 @@ function symbolPart(qn: string, file: string): string {
   return qn.startsWith(mod) ? qn.slice(mod.length) : qn;
 }
 
+/** An owned node's owner and local part: `fn:df` → (fn, df); `fn:df.col` → (fn:df, col). */
+export function ownerSplit(type: string, qn: string): { owner: string; local: string } | undefined {
+  const colon = qn.lastIndexOf(":");
+  if (colon < 0) return undefined;
+  if (type === "dataframe") return { owner: qn.slice(0, colon), local: qn.slice(colon + 1) };
+  if (type === "column") {
+    const dot = qn.indexOf(".", colon);
+    return dot < 0 ? undefined : { owner: qn.slice(0, dot), local: qn.slice(dot + 1) };
+  }
+  return undefined;
+}
+
 type Prev = Pick<
   NodeSnapshot,
   "node_key" | "node_type" | "qualified_name" | "file_path" | "struct_sig" | "dataflow_sig"
@@ -147,6 +159,47 @@ export function matchRun(prev: readonly Prev[], cur: readonly AnalysedNode[], ru
           payload: { qualified_name: c.qualified_name, provisional: true },
         });
       }
+    }
+  }
+
+  // Owned nodes follow their owner: an unmatched dataframe or column whose owner kept its key
+  // (under a new name) takes the key of the previous node with that owner key and local name.
+  // Dataframes first, so their columns can follow them.
+  const keyOfCur = new Map<string, string>();
+  const refreshKeys = () => {
+    cur.forEach((c, i) => {
+      const k = keys[i];
+      if (k) keyOfCur.set(c.qualified_name, k);
+    });
+  };
+  const keyOfPrev = new Map(prev.map((p) => [p.qualified_name, p.node_key]));
+  for (const type of ["dataframe", "column"]) {
+    refreshKeys();
+    const prevOwned = new Map<string, Prev>();
+    for (const p of prevLeft) {
+      if (p.node_type !== type) continue;
+      const split = ownerSplit(p.node_type, p.qualified_name);
+      const ownerKey = split && keyOfPrev.get(split.owner);
+      if (split && ownerKey) prevOwned.set(`${ownerKey}\0${split.local}`, p);
+    }
+    for (const i of [...curLeft]) {
+      const c = cur[i] as AnalysedNode;
+      if (c.node_type !== type || !c.owner_qn) continue;
+      const ownerKey = keyOfCur.get(c.owner_qn);
+      const local = c.qualified_name.slice(c.owner_qn.length + 1);
+      const p = ownerKey ? prevOwned.get(`${ownerKey}\0${local}`) : undefined;
+      if (!p || !prevLeft.has(p)) continue;
+      prevLeft.delete(p);
+      curLeft.delete(i);
+      keys[i] = p.node_key;
+      events.push({ event_type: NodeEventType.Matched, node_key: p.node_key, payload: { via: "owner" } });
+      const from = { qualified_name: p.qualified_name, file_path: p.file_path };
+      const to = { qualified_name: c.qualified_name, file_path: c.file_path };
+      events.push({
+        event_type: p.file_path !== c.file_path ? NodeEventType.Moved : NodeEventType.Renamed,
+        node_key: p.node_key,
+        payload: { from, to },
+      });
     }
   }
 

@@ -4,8 +4,44 @@
  * signature and the local facts dataflow is computed from. Pure: a tree and its source in, facts out.
  */
 import type { PyNode } from "../../review/index.js";
-import type { FileFacts, SymbolFact, SymbolType } from "./facts.js";
+import { type DataFact, type FileFacts, type SymbolFact, type SymbolType, sqlTables } from "./facts.js";
 import { lineOf, lineStarts, sig16 } from "./sig.js";
+
+/** Calls whose result is a dataframe (pandas / polars readers and constructors). */
+const DATAFRAME_CALLS = new Set([
+  "DataFrame",
+  "read_csv",
+  "read_parquet",
+  "read_json",
+  "read_excel",
+  "read_sql",
+  "read_sql_query",
+  "read_table",
+  "read_feather",
+  "scan_csv",
+  "scan_parquet",
+  "concat",
+]);
+/** Module aliases the readers are called on (`pd.read_csv`). */
+const FRAME_MODULES = new Set(["pd", "pandas", "pl", "polars", "dd", "gpd"]);
+/** Methods of a dataframe that return one. */
+const FRAME_METHODS = new Set([
+  "merge",
+  "join",
+  "groupby",
+  "agg",
+  "assign",
+  "filter",
+  "query",
+  "copy",
+  "rename",
+  "drop",
+  "sort_values",
+  "reset_index",
+  "pivot_table",
+  "with_columns",
+  "select",
+]);
 
 const DEFS = new Set(["function_definition", "class_definition"]);
 const PATTERNS = new Set([
@@ -200,6 +236,57 @@ export function pythonFacts(root: PyNode, source: string): FileFacts {
     };
   };
 
+  const data: DataFact[] = [];
+  const at = (n: PyNode) => ({
+    line_start: lineOf(starts, n.start),
+    line_end: lineOf(starts, Math.max(n.start, n.end - 1)),
+  });
+  const stringValue = (n: PyNode) =>
+    n.children
+      .filter((c) => c.type === "string_content")
+      .map(text)
+      .join("");
+
+  /** Dataframes a function binds from a dataframe-making call, and the columns read through them. */
+  const dataOf = (def: PyNode, owner: string[]): void => {
+    const frames = new Set<string>();
+    const stack = [...(field(def, "body")?.children ?? [])];
+    const ordered: PyNode[] = [];
+    for (let n = stack.pop(); n !== undefined; n = stack.pop()) {
+      if (definitionOf(n)) continue; // a nested definition owns its own
+      ordered.push(n);
+      for (const c of n.children) stack.push(c);
+    }
+    ordered.sort((a, b) => a.start - b.start);
+    for (const n of ordered) {
+      if (n.type === "assignment") {
+        const left = field(n, "left");
+        const right = field(n, "right");
+        const fn = right?.type === "call" ? field(right, "function") : undefined;
+        const callee = fn?.type === "attribute" ? field(fn, "attribute") : fn;
+        const base = fn?.type === "attribute" ? field(fn, "object") : undefined;
+        const baseName = base?.type === "identifier" ? text(base) : undefined;
+        const isFrame =
+          callee !== undefined &&
+          ((baseName !== undefined && FRAME_MODULES.has(baseName) && DATAFRAME_CALLS.has(text(callee))) ||
+            (fn?.type === "identifier" && text(fn) === "DataFrame") ||
+            (baseName !== undefined && frames.has(baseName) && FRAME_METHODS.has(text(callee))));
+        if (left?.type === "identifier" && isFrame && !frames.has(text(left))) {
+          frames.add(text(left));
+          data.push({ type: "dataframe", name: text(left), owner, ...at(n) });
+        }
+      } else if (n.type === "subscript") {
+        const value = field(n, "value");
+        const key = field(n, "subscript");
+        if (value?.type === "identifier" && frames.has(text(value)) && key?.type === "string") {
+          const name = `${text(value)}.${stringValue(key)}`;
+          if (!data.some((d) => d.type === "column" && d.name === name && d.owner === owner))
+            data.push({ type: "column", name, owner, ...at(n) });
+        }
+      }
+    }
+  };
+
   const walk = (n: PyNode, path: string[], scope: "module" | "class" | "function"): void => {
     for (const c of n.children) {
       const def = definitionOf(c);
@@ -213,10 +300,22 @@ export function pythonFacts(root: PyNode, source: string): FileFacts {
       const type: SymbolType = isClass ? "class" : scope === "class" ? "method" : "function";
       const p = [...path, text(name)];
       symbols.push(facts(def, type, p, c));
+      if (!isClass) dataOf(def, p);
       const body = field(def, "body");
       if (body) walk(body, p, isClass ? "class" : "function");
     }
   };
   walk(root, [], "module");
-  return { symbols };
+  const tables = new Set<string>();
+  const strings = [root];
+  for (let n = strings.pop(); n !== undefined; n = strings.pop()) {
+    if (n.type === "string")
+      for (const t of sqlTables(stringValue(n)))
+        if (!tables.has(t)) {
+          tables.add(t);
+          data.push({ type: "sql_table", name: t, owner: [], ...at(n) });
+        }
+    for (let i = n.children.length - 1; i >= 0; i--) strings.push(n.children[i] as PyNode);
+  }
+  return { symbols, data };
 }

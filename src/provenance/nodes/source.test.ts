@@ -181,6 +181,80 @@ describe("refresh and identity", () => {
   });
 });
 
+describe("data nodes", () => {
+  const ORDERS = [
+    "import pandas as pd",
+    "",
+    "def load_orders(path):",
+    "    df = pd.read_csv(path)",
+    '    df["fiscal_week"] = df["date"].dt.isocalendar().week',
+    '    weekly = df.groupby("fiscal_week")',
+    "    return weekly",
+    "",
+    "def export(con):",
+    '    con.execute("INSERT INTO analytics.weekly_orders SELECT * FROM raw_orders")',
+    "",
+  ].join("\n");
+
+  it("dataframes and columns are owned by their function; SQL tables are name-only", async () => {
+    const t = setup({
+      "shop/pipeline.py": ORDERS,
+      "web/q.ts": "export const q = `SELECT id FROM raw_orders JOIN customers ON 1`;\n",
+    });
+    await t.src.refresh("shop", { trigger: "register" });
+    const data = t.src
+      .nodes("shop")
+      .nodes.filter((n) => !["function", "method", "class"].includes(n.node_type))
+      .map((n) => [n.node_type, n.qualified_name, n.line_start]);
+    expect(data).toEqual(
+      expect.arrayContaining([
+        ["dataframe", "shop.pipeline.load_orders:df", 4],
+        ["dataframe", "shop.pipeline.load_orders:weekly", 6],
+        ["column", "shop.pipeline.load_orders:df.fiscal_week", 5],
+        ["column", "shop.pipeline.load_orders:df.date", 5],
+        ["sql_table", "analytics.weekly_orders", 10],
+        ["sql_table", "raw_orders", 10],
+        ["sql_table", "customers", 1],
+      ]),
+    );
+    expect(data).toHaveLength(7);
+    // file:line prefers the innermost symbol; a data node only where no symbol covers the line.
+    expect(t.src.resolve("shop", "shop/pipeline.py:4")?.qualified_name).toBe("shop.pipeline.load_orders");
+    expect(t.src.resolve("shop", "web/q.ts:1")?.qualified_name).toBe("customers");
+  });
+
+  it("owned nodes follow their owner through a rename; a new column is a changed node", async () => {
+    const t = setup({ "shop/pipeline.py": ORDERS });
+    await t.src.refresh("shop", { trigger: "register" });
+    const df = t.src.resolve("shop", "shop.pipeline.load_orders:df")?.node_key as string;
+    const col = t.src.resolve("shop", "shop.pipeline.load_orders:df.fiscal_week")?.node_key as string;
+    const planId = t.plan();
+    t.write("shop/pipeline.py", ORDERS.replaceAll("load_orders", "read_orders"));
+    await t.src.refresh("shop", { planId, trigger: "review" });
+    expect(t.src.resolve("shop", "shop.pipeline.read_orders:df")?.node_key).toBe(df);
+    expect(t.src.resolve("shop", "shop.pipeline.read_orders:df.fiscal_week")?.node_key).toBe(col);
+    expect(
+      t.src
+        .history(col)
+        .slice(1)
+        .map((e) => [e.event_type, e.payload.via ?? null]),
+    ).toEqual([
+      ["node_matched", "owner"],
+      ["node_renamed", null],
+    ]);
+    expect(t.src.changedNodes(planId)).toEqual([]);
+    t.write(
+      "shop/pipeline.py",
+      ORDERS.replace("    return weekly", '    df["region"] = 1\n    return weekly'),
+    );
+    const p2 = t.plan();
+    await t.src.refresh("shop", { planId: p2, trigger: "review" });
+    expect(t.src.changedNodes(p2).map((c) => [c.node_type, c.qualified_name, c.event_types])).toEqual(
+      expect.arrayContaining([["column", "shop.pipeline.load_orders:df.region", ["node_added"]]]),
+    );
+  });
+});
+
 describe("a plan's changed and touched nodes", () => {
   it("structural edits, additions and removals count; dataflow-only changes and the publish baseline do not", async () => {
     const t = setup({ "shop/pipeline.py": PIPELINE, "web/util.ts": UTIL_TS });

@@ -27,6 +27,7 @@ export const BASELINE_TRIGGER = "publish";
 /** `file:line` targets (spec §7). */
 export const FILE_LINE = /^[^\s:]+\.[A-Za-z0-9]+:\d+$/;
 const NODE_KEY = /^nk_[0-9a-f]{12}$/;
+const SYMBOL_TYPES = new Set(["function", "method", "class"]);
 
 /** What one refresh did, for the CLI and the bench. */
 export interface RefreshReport {
@@ -294,7 +295,9 @@ export class SqliteNodeSource implements NodeSource {
         );
       const run = this.#nodes.latestRun(project);
       if (!run) return undefined;
-      return this.#nodes.atLine(run.id, this.#repoRelative(project, t.slice(0, colon)), line)[0];
+      const here = this.#nodes.atLine(run.id, this.#repoRelative(project, t.slice(0, colon)), line);
+      // The innermost symbol; a data node only when no symbol covers the line (a module-level query).
+      return here.find((n) => SYMBOL_TYPES.has(n.node_type)) ?? here[0];
     }
     return this.#nodes.newestOfName(project, t);
   }

@@ -5,7 +5,7 @@
  * and the source in, facts out (the module is loaded lazily by the caller).
  */
 import type * as TS from "typescript";
-import type { FileFacts, SymbolFact, SymbolType } from "./facts.js";
+import { type DataFact, type FileFacts, type SymbolFact, type SymbolType, sqlTables } from "./facts.js";
 import { sig16 } from "./sig.js";
 
 type Ts = typeof TS;
@@ -247,5 +247,30 @@ export function typescriptFacts(ts: Ts, path: string, source: string): FileFacts
     });
   };
   walk(sf, [], false);
-  return { symbols };
+  // SQL tables named in string and template literals.
+  const data: DataFact[] = [];
+  const tables = new Set<string>();
+  const scan = (n: TS.Node): void => {
+    if (
+      ts.isStringLiteral(n) ||
+      ts.isNoSubstitutionTemplateLiteral(n) ||
+      ts.isTemplateLiteralToken(n) ||
+      ts.isTemplateHead(n)
+    )
+      for (const t of sqlTables(n.text))
+        if (!tables.has(t)) {
+          tables.add(t);
+          const l = line(n.getStart(sf));
+          data.push({
+            type: "sql_table",
+            name: t,
+            owner: [],
+            line_start: l,
+            line_end: line(Math.max(n.getStart(sf), n.end - 1)),
+          });
+        }
+    ts.forEachChild(n, scan);
+  };
+  scan(sf);
+  return { symbols, data };
 }
