@@ -95,7 +95,9 @@ async function nodeAnalysis() {
   let dbs = 0;
   const freshSource = () => {
     const store = SqliteStore.open(join(base, `bench-${dbs++}.db`), { create: true });
-    store.tx(() => store.addProject({ name: "bench", repo_path: repo, created_at: new Date().toISOString() }));
+    store.tx(() =>
+      store.addProject({ name: "bench", repo_path: repo, created_at: new Date().toISOString() }),
+    );
     return { store, src: nodeSourceFor(store) };
   };
   const time = async (fn) => {
