@@ -3,7 +3,6 @@
  * or parse it (Python with tree-sitter, JavaScript/TypeScript with the `typescript` compiler,
  * loaded on first use), then name the symbols and compute their dataflow signatures across files.
  */
-import { parsePython } from "../../review/index.js";
 import { type DataFact, type FileFacts, moduleName, type SourceLanguage, type SymbolFact } from "./facts.js";
 import { readSource, repoState } from "./files.js";
 import { ANALYZER_REVISION } from "./limits.js";
@@ -58,7 +57,11 @@ function typescript(): Promise<Ts> {
 
 /** Parses one file's content into facts. */
 export async function factsOf(language: SourceLanguage, path: string, source: string): Promise<FileFacts> {
-  if (language === "python") return pythonFacts(await parsePython(source), source);
+  if (language === "python") {
+    // review/ holds the shared tree-sitter parser; loaded on the first Python file.
+    const { parsePython } = await import("../../review/index.js");
+    return pythonFacts(await parsePython(source), source);
+  }
   return typescriptFacts(await typescript(), path, source);
 }
 
