@@ -29,4 +29,4 @@ export const GIT_MAX_BUFFER = 256 * 1024 * 1024;
  * The analyser's revision: part of every parse-cache key, so a change to what the analysers
  * extract or how signatures are computed never reuses facts computed the old way.
  */
-export const ANALYZER_REVISION = 2;
+export const ANALYZER_REVISION = 3;

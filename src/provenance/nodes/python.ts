@@ -135,7 +135,8 @@ export function pythonFacts(root: PyNode, source: string): FileFacts {
   const text = (n: PyNode) => source.slice(n.start, n.end);
   const symbols: SymbolFact[] = [];
 
-  const serialise = (def: PyNode, isClass: boolean): string => {
+  /** `outer` is the decorated definition when there is one: decorators are part of the structure. */
+  const serialise = (def: PyNode, isClass: boolean, outer: PyNode): string => {
     const locals = isClass ? new Set<string>() : localsOf(def, text);
     const renamed = new Map<string, number>();
     const nameNode = field(def, "name");
@@ -194,7 +195,7 @@ export function pythonFacts(root: PyNode, source: string): FileFacts {
       for (const c of n.children) visit(c, body);
       parts.push(")");
     };
-    visit(def, false);
+    visit(outer, false);
     return sig16(parts.join(" "));
   };
 
@@ -228,7 +229,7 @@ export function pythonFacts(root: PyNode, source: string): FileFacts {
       path,
       line_start: lineOf(starts, outer.start),
       line_end: lineOf(starts, Math.max(outer.start, outer.end - 1)),
-      struct_sig: serialise(def, type === "class"),
+      struct_sig: serialise(def, type === "class", outer),
       params: params.length,
       returns,
       callees: [...callees].sort(),

@@ -85,6 +85,16 @@ describe("Python struct_sig", () => {
     expect(sigOf(await py(base.replace("rows[n:]", "rows[n + 1:]")), "split")).not.toBe(s);
   });
 
+  it("edits a determined caller might hope to slip past it: swapped operands, a decorator, a literal", async () => {
+    const f = "@cache\ndef f(a, b):\n    return a - b if a > 0 else 'neg'\n";
+    const s = sigOf(await py(f), "f");
+    expect(sigOf(await py(f.replace("a - b", "b - a")), "f")).not.toBe(s);
+    expect(sigOf(await py(f.replace("@cache\n", "")), "f")).not.toBe(s);
+    expect(sigOf(await py(f.replace("'neg'", "'NEG'")), "f")).not.toBe(s);
+    expect(sigOf(await py(f.replace("a > 0", "a >= 0")), "f")).not.toBe(s);
+    expect(sigOf(await py(f.replace("'neg'", '"neg"')), "f")).toBe(s);
+  });
+
   it("a method body edit changes the method, not its class", async () => {
     const cls = ["class A:", "    def f(self):", "        return 1", ""].join("\n");
     const a = await py(cls);
@@ -158,6 +168,28 @@ describe("TypeScript/JavaScript struct_sig", () => {
     ].join("\n");
     expect(sigOf(await ts(plain), "split")).toBe(sigOf(await ts(base), "split"));
     expect(sigOf(await ts(plain, "m.js"), "split")).toBe(sigOf(await ts(base), "split"));
+  });
+
+  it("edits a determined caller might hope to slip past it: operators, swapped operands, unary signs, decorators", async () => {
+    const f = "class K {\n  @log\n  m(a: number, b: number) {\n    return a === b ? a - b : -a;\n  }\n}\n";
+    const s = sigOf(await ts(f), "K.m");
+    for (const edit of [
+      f.replace("===", "!=="),
+      f.replace("a - b", "b - a"),
+      f.replace("-a;", "+a;"),
+      f.replace("  @log\n", ""),
+    ])
+      expect(sigOf(await ts(edit), "K.m"), edit).not.toBe(s);
+    expect(
+      sigOf(
+        await ts(
+          f
+            .replace("(a: number, b: number)", "(x, y)")
+            .replace("a === b ? a - b : -a", "x === y ? x - y : -x"),
+        ),
+        "K.m",
+      ),
+    ).toBe(s);
   });
 
   it("a body edit changes it", async () => {
