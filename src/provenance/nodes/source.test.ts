@@ -160,6 +160,24 @@ describe("refresh and identity", () => {
     ]);
   });
 
+  it("renamed and edited with the same dataflow: ambiguous through dataflow_sig, not linked", async () => {
+    const t = setup({
+      "m.py":
+        "def a(x):\n    return helper(x) + 1\n\ndef b(x):\n    return helper(x) + 2\n\ndef helper(x):\n    return x\n",
+    });
+    await t.src.refresh("shop", { trigger: "register" });
+    const old = ["m.a", "m.b"].map((q) => t.src.resolve("shop", q)?.node_key as string);
+    t.write(
+      "m.py",
+      "def c(x):\n    return helper(x) * 3\n\ndef d(x):\n    return helper(x) * 4\n\ndef helper(x):\n    return x\n",
+    );
+    const rep = await t.src.refreshReport("shop", { trigger: "manual" });
+    expect(rep.events_by_type).toEqual({ identity_ambiguous: 2, node_added: 2, node_removed: 2 });
+    const c = t.src.resolve("shop", "m.c")?.node_key as string;
+    expect(old).not.toContain(c);
+    expect(t.src.history(c)[0]?.payload).toMatchObject({ via: "dataflow_sig" });
+  });
+
   it("records added and removed nodes", async () => {
     const t = setup({ "m.py": "def old():\n    pass\n" });
     await t.src.refresh("shop", { trigger: "register" });
