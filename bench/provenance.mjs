@@ -1,13 +1,167 @@
-// bench/provenance — provenance figures. Each area adds its own function; main runs them all.
-//  whyLatency (prov-headlines): `why` on one node of a project holding 10,000 change reasons
-//  (2,000 of them on the target: constraints, rejected paths, reasons, unstated rows; the rest on
-//  500 other nodes), in-process (the bounded read + its read_hit writes, one transaction) and as
-//  a whole `ratchet why` process, next to `node -e 0` for the process start it cannot avoid.
-//  Medians of interleaved runs after a warm-up.
+// bench/provenance — the provenance half's costs, one function per part; main runs them all.
+//
+// nodeAnalysis: `refresh` of a generated 10,000-line repository (Python + TypeScript) ÷ a bare
+// parse of the same files in the same run (tree-sitter for Python, the `typescript` parser for
+// TypeScript: the parses the analysis cannot avoid). Cold = empty parse cache (a fresh database),
+// warm = a second refresh of the unchanged tree (every file from the cache), one-edit = one file
+// changed since the previous run. Medians of interleaved runs after a warm-up.
+//
+// whyLatency: `why` on one node of a project holding 10,000 change reasons (2,000 of them on the
+// target: constraints, rejected paths, reasons, unstated rows; the rest on 500 other nodes),
+// in-process (the bounded read + its read_hit writes, one transaction) and as a whole
+// `ratchet why` process, next to `node -e 0` for the process start it cannot avoid.
+
+import { execFileSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { BIN, median, percentile, ROOT, report, tempDir, timeProcess } from "./lib.mjs";
 
 const quick = process.env.BENCH_QUICK === "1";
+
+/** A repository of `lines` lines, half Python and half TypeScript, in files of about 200 lines. */
+function generateRepo(dir, lines) {
+  const files = {};
+  let total = 0;
+  for (let f = 0; total < lines; f++) {
+    const py = [`"""Module ${f}."""`, "import json", ""];
+    for (let i = 0; py.length < 200; i++)
+      py.push(
+        `def transform_${f}_${i}(rows, limit=${i}):`,
+        `    """Transform batch ${i}."""`,
+        `    kept = [r for r in rows if r.get("score", 0) > limit]`,
+        `    total = sum(r["n"] for r in kept)`,
+        `    return helper_${f}(kept, total)`,
+        "",
+        `class Store${f}_${i}:`,
+        "    def save(self, rows):",
+        "        with open(self.path, 'w') as f:",
+        "            json.dump(rows, f)",
+        "",
+      );
+    py.push(`def helper_${f}(rows, total):`, "    return {'rows': rows, 'total': total}", "");
+    files[`pkg/mod_${f}.py`] = `${py.join("\n")}\n`;
+    const ts = [`import { readFileSync } from "node:fs";`, ""];
+    for (let i = 0; ts.length < 200; i++)
+      ts.push(
+        `export function step${f}_${i}(rows: { score?: number }[], limit = ${i}): number {`,
+        `  const kept = rows.filter((r) => (r.score ?? 0) > limit);`,
+        `  return combine${f}(kept.length, limit);`,
+        "}",
+        "",
+        `export class Loader${f}_${i} {`,
+        "  constructor(private path: string) {}",
+        "  load(): string {",
+        "    return readFileSync(this.path, 'utf8');",
+        "  }",
+        "}",
+        "",
+      );
+    ts.push(`function combine${f}(a: number, b: number): number {`, "  return a + b;", "}", "");
+    files[`web/step_${f}.ts`] = `${ts.join("\n")}\n`;
+    total += py.length + ts.length;
+  }
+  for (const [p, c] of Object.entries(files)) {
+    mkdirSync(join(dir, p, ".."), { recursive: true });
+    writeFileSync(join(dir, p), c);
+  }
+  const git = (...a) => execFileSync("git", ["-C", dir, "-c", "user.email=b@b", "-c", "user.name=b", ...a]);
+  git("init", "-q");
+  git("add", "-A");
+  git("commit", "-qm", "bench");
+  return { files, lines: total };
+}
+
+export async function nodeAnalysis() {
+  const RUNS = quick ? 3 : 7;
+  const { nodeSourceFor } = await import(join(ROOT, "dist", "provenance", "nodes", "index.js"));
+  const { SqliteStore } = await import(join(ROOT, "dist", "store", "index.js"));
+  const require = createRequire(join(ROOT, "package.json"));
+  const { Parser, Language } = await import("web-tree-sitter");
+  const ts = require("typescript");
+  await Parser.init({ locateFile: () => require.resolve("web-tree-sitter/web-tree-sitter.wasm") });
+  const parser = new Parser();
+  parser.setLanguage(await Language.load(require.resolve("tree-sitter-python/tree-sitter-python.wasm")));
+
+  const base = tempDir("provenance");
+  const repo = join(base, "repo");
+  mkdirSync(repo);
+  const { files, lines } = generateRepo(repo, 10_000);
+  const sources = Object.entries(files);
+  const bareParse = () => {
+    for (const [p, c] of sources) {
+      if (p.endsWith(".py")) parser.parse(c)?.delete();
+      else ts.createSourceFile(p, c, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+    }
+  };
+  const bareParsePython = () => {
+    for (const [p, c] of sources) if (p.endsWith(".py")) parser.parse(c)?.delete();
+  };
+  let dbs = 0;
+  const freshSource = () => {
+    const store = SqliteStore.open(join(base, `bench-${dbs++}.db`), { create: true });
+    store.tx(() =>
+      store.addProject({ name: "bench", repo_path: repo, created_at: new Date().toISOString() }),
+    );
+    return { store, src: nodeSourceFor(store) };
+  };
+  const time = async (fn) => {
+    const t = performance.now();
+    await fn();
+    return performance.now() - t;
+  };
+
+  // First refresh in this process: includes loading the parsers (tree-sitter wasm, typescript).
+  const first = freshSource();
+  const firstMs = await time(() => first.src.refreshReport("bench", { trigger: "register" }));
+  first.store.close();
+  bareParse();
+
+  const parseMs = [];
+  const parsePyMs = [];
+  const coldMs = [];
+  const warmMs = [];
+  const editMs = [];
+  let nodes = 0;
+  let edits = 0;
+  for (let i = 0; i < RUNS; i++) {
+    parseMs.push(await time(bareParse));
+    parsePyMs.push(await time(bareParsePython));
+    const { store, src } = freshSource();
+    coldMs.push(
+      await time(async () => {
+        nodes = (await src.refreshReport("bench", { trigger: "register" })).nodes;
+      }),
+    );
+    warmMs.push(await time(() => src.refreshReport("bench", { trigger: "manual" })));
+    const target = join(repo, "pkg", "mod_0.py");
+    writeFileSync(target, `${files["pkg/mod_0.py"]}\ndef added_${i}(x):\n    return x + ${i}\n`);
+    editMs.push(
+      await time(async () => {
+        const r = await src.refreshReport("bench", { trigger: "manual" });
+        edits = r.parsed;
+      }),
+    );
+    writeFileSync(target, files["pkg/mod_0.py"]);
+    store.close();
+  }
+  const parse = median(parseMs);
+  report("provenance-nodes", {
+    "repository lines (Python + TypeScript)": lines,
+    files: sources.length,
+    nodes,
+    "runs (median of)": RUNS,
+    "bare parse of every file, ms": parse,
+    "bare tree-sitter parse of the Python files, ms": median(parsePyMs),
+    "cold refresh (empty parse cache), ms": median(coldMs),
+    "cold refresh / bare parse (x)": median(coldMs) / parse,
+    "warm refresh (unchanged tree, all cached), ms": median(warmMs),
+    "warm refresh / bare parse (x)": median(warmMs) / parse,
+    "one-file edit refresh, ms": median(editMs),
+    "one-file edit refresh: files re-parsed": edits,
+    "first refresh of the process (loads the parsers), ms": firstMs,
+  });
+}
 
 export async function whyLatency() {
   const { SqliteStore } = await import(join(ROOT, "dist", "store", "index.js"));
@@ -102,5 +256,6 @@ export async function whyLatency() {
 const isMain =
   process.argv[1] && import.meta.url === (await import("node:url")).pathToFileURL(process.argv[1]).href;
 if (isMain) {
+  await nodeAnalysis();
   await whyLatency();
 }

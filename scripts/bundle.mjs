@@ -25,6 +25,8 @@ await build({
     "better-sqlite3",
     "yaml",
     "web-tree-sitter",
+    // The node source loads the TypeScript compiler (~9 MB) only when it analyses a JS/TS file.
+    "typescript",
     /^node:/,
     "@hono/node-server",
     /^@modelcontextprotocol\/sdk(\/|$)/,

@@ -7,6 +7,7 @@ import { ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
 import { FLOWS } from "../ledger/index.js";
 import { initWorkspace, noteCommand, SqliteStore } from "../store/index.js";
 import { flowHelp } from "./flow-args.js";
+import { addGraphCommands } from "./graph-commands.js";
 import { err, guardStdio, out } from "./io.js";
 import { events, planList, planShow, projectAdd, projectList } from "./reads.js";
 import { reasonGroup } from "./reason-commands.js";
@@ -167,6 +168,7 @@ function build(setStatus: (n: number) => void): Command {
   addBuildCommands(program, act, globals);
   addServerCommands(program, act, globals);
   addThreadCommands(program, act, globals);
+  addGraphCommands(program, act, globals);
 
   return program;
 }

@@ -147,7 +147,7 @@ export async function projectAdd(name: string, opts: GlobalOptions & { repo?: st
       });
     repo = realpathSync(abs);
   }
-  return withLedgerContext(opts, (ctx) => {
+  return withLedgerContext(opts, async (ctx) => {
     ctx.store.tx(() => {
       if (ctx.store.getProject(name))
         throw new RatchetError(ErrorCode.InvalidValue, `project ${name} is already registered`, {
@@ -167,8 +167,19 @@ export async function projectAdd(name: string, opts: GlobalOptions & { repo?: st
         payload: { repo_path: repo },
       });
     });
-    out(JSON.stringify({ name, repo_path: repo }, null, 2));
-    out(JSON.stringify({ ok: true, op: "project-add", name, repo_path: repo }));
+    // A project with a repo gets its first state-graph run (trigger `register`); a failed analysis
+    // is a notice, the registration stands.
+    let graph: { graph_run_id?: number; notice?: string } = {};
+    if (repo) {
+      const { nodeSourceFor } = await import("../provenance/nodes/index.js");
+      try {
+        graph = { graph_run_id: (await nodeSourceFor(ctx.store).refresh(name, { trigger: "register" })).id };
+      } catch (e) {
+        graph = { notice: `state graph not built: ${(e as Error).message}` };
+      }
+    }
+    out(JSON.stringify({ name, repo_path: repo, ...graph }, null, 2));
+    out(JSON.stringify({ ok: true, op: "project-add", name, repo_path: repo, ...graph }));
     return 0;
   });
 }

@@ -61,8 +61,11 @@ export interface RefreshOptions {
 export interface NodeSource {
   /** True when the project has a usable node source (a repo on disk and at least one run). */
   hasGraph(project: string): boolean;
-  /** Analyses the project's code now, matches it against the previous run, records the run. */
-  refresh(project: string, opts: RefreshOptions): AnalysisRunRow;
+  /**
+   * Analyses the project's code now, matches it against the previous run, records the run.
+   * Asynchronous: the parsers (tree-sitter's wasm, the `typescript` compiler) load on first use.
+   */
+  refresh(project: string, opts: RefreshOptions): Promise<AnalysisRunRow>;
   /** Nodes the plan added, removed or structurally changed (its reason slots' universe). */
   changedNodes(planId: string): ChangedNode[];
   /** Nodes with any event in the plan's runs (what the close-time rules look at). */

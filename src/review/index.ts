@@ -7,6 +7,9 @@
 export { cachedReviewer, REVIEW_ENGINE_REVISION, type Reviewer, reviewCacheKey } from "./cache.js";
 export { formatReport } from "./format.js";
 export { MAX_SCRIPT_BYTES } from "./limits.js";
+/** The Python parser and its plain tree, shared with the provenance node source. */
+export { parsePython } from "./python/parser.js";
+export type { PyNode } from "./python/tree.js";
 export { countLines, reviewScript } from "./review.js";
 export { languageOf, reviewFile } from "./review-file.js";
 export type { RuleInfo } from "./rules/catalog.js";

@@ -264,5 +264,12 @@ export const PUBLISH_PLAN_FLOW = defineFlow({
     "notice?",
     "headline?",
   ],
-  run: (l, i, c) => publishPlan(l, i, { ...(c.cwd ? { cwd: c.cwd } : {}) }),
+  run: async (l, i, c) => {
+    const r = publishPlan(l, i, { ...(c.cwd ? { cwd: c.cwd } : {}) });
+    // The state-graph baseline of a registered-project plan, after the transaction (never fails publish).
+    if (!r.project || !l.store.getProject(r.project)?.repo_path) return r;
+    const { baselineAtPublish } = await import("../../provenance/nodes/index.js");
+    const base = await baselineAtPublish(l.store, r);
+    return base?.notice ? { ...r, notice: r.notice ? `${r.notice}; ${base.notice}` : base.notice } : r;
+  },
 });

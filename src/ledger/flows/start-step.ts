@@ -68,5 +68,19 @@ export const START_STEP_FLOW = defineFlow({
     },
   ],
   result: ["step_id", "plan_id", "status", "type", "lease_holder", "lease_expires_at"],
-  run: (l, i) => startStep(l, i),
+  run: async (l, i) => {
+    const r = startStep(l, i);
+    // `<plan>-REVIEW.1` refreshes the plan's state graph after the start commits; a failure is
+    // logged on the step, never raised.
+    const step = l.store.getStep(r.step_id);
+    if (step?.role === "review_child") {
+      const { refreshAtReviewStart } = await import("../../provenance/nodes/index.js");
+      const done = await refreshAtReviewStart(l.store, step);
+      if (done?.log) {
+        const log = done.log;
+        l.store.tx(() => l.addLog(step, "graph", log));
+      }
+    }
+    return r;
+  },
 });

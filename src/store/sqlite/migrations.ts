@@ -717,4 +717,19 @@ ${appendOnly([
   ["prov_headline_responses"],
 ])}`,
   },
+  {
+    id: 11,
+    name: "prov_node_cache",
+    // The node source's parse cache (issue 16): the symbols one file's content yields, keyed by
+    // analyser revision, language and git blob sha, so a refresh re-parses only changed files.
+    // A cache, not a record: rows are only ever inserted (INSERT OR IGNORE), and deleting them
+    // loses nothing but time.
+    sql: `
+CREATE TABLE prov_node_cache (
+  cache_key   TEXT PRIMARY KEY,
+  facts       TEXT NOT NULL,
+  created_at  TEXT NOT NULL
+) WITHOUT ROWID;
+`,
+  },
 ];

@@ -1,0 +1,165 @@
+/**
+ * The node source's SQL, behind `NodeStore` so another database can implement it (issue 17):
+ * analysis runs, node snapshots, identity events (migration 10) and the parse cache (migration 11).
+ */
+import type { SqliteDb, SqliteStore } from "../../store/index.js";
+import { insertRow } from "../rows.js";
+import type { AnalysisRunRow, NodeEvent, NodeSnapshot } from "../types.js";
+import type { FileFacts } from "./facts.js";
+
+export interface NewRun {
+  project: string;
+  plan_id: string | null;
+  step_id: string | null;
+  trigger: string;
+  commit_sha: string | null;
+  created_at: string;
+}
+
+export interface NodeStore {
+  /** Runs `fn` in one write transaction. */
+  tx<T>(fn: () => T): T;
+  latestRun(project: string): AnalysisRunRow | undefined;
+  getRun(runId: number): AnalysisRunRow | undefined;
+  insertRun(run: NewRun): AnalysisRunRow;
+  snapshotsOf(runId: number): NodeSnapshot[];
+  insertSnapshots(rows: readonly NodeSnapshot[]): void;
+  insertEvents(rows: readonly NodeEvent[]): void;
+  /** Runs attributed to a plan, oldest first. */
+  runsOfPlan(planId: string): AnalysisRunRow[];
+  eventsOfRuns(runIds: readonly number[]): NodeEvent[];
+  /** The newest snapshot of a key (any run of any project). */
+  newestOfKey(nodeKey: string): NodeSnapshot | undefined;
+  /** The newest snapshot of a project with this qualified name. */
+  newestOfName(project: string, qualifiedName: string): NodeSnapshot | undefined;
+  /** Nodes of a run whose range covers a file's line, innermost first. */
+  atLine(runId: number, filePath: string, line: number): NodeSnapshot[];
+  /** Every event of a key, oldest first. */
+  eventsOfKey(nodeKey: string): NodeEvent[];
+  cacheGet(keys: readonly string[]): Map<string, FileFacts>;
+  cachePut(entries: ReadonlyMap<string, FileFacts>, at: string): void;
+}
+
+type EventRow = Omit<NodeEvent, "payload"> & { payload: string };
+const toEvent = (r: EventRow): NodeEvent => ({
+  ...r,
+  payload: JSON.parse(r.payload) as Record<string, unknown>,
+});
+
+/** NodeStore on the SQLite store's database (its `tx` is the ledger's write transaction). */
+export class SqliteNodeStore implements NodeStore {
+  readonly #store: SqliteStore;
+  readonly #db: SqliteDb;
+
+  constructor(store: SqliteStore) {
+    this.#store = store;
+    this.#db = store.db;
+  }
+
+  tx<T>(fn: () => T): T {
+    return this.#store.tx(fn);
+  }
+
+  latestRun(project: string): AnalysisRunRow | undefined {
+    return this.#db
+      .prepare("SELECT * FROM prov_analysis_runs WHERE project = ? ORDER BY id DESC LIMIT 1")
+      .get(project) as AnalysisRunRow | undefined;
+  }
+
+  getRun(runId: number): AnalysisRunRow | undefined {
+    return this.#db.prepare("SELECT * FROM prov_analysis_runs WHERE id = ?").get(runId) as
+      | AnalysisRunRow
+      | undefined;
+  }
+
+  insertRun(run: NewRun): AnalysisRunRow {
+    const id = insertRow(this.#db, "prov_analysis_runs", { ...run });
+    return { id, ...run };
+  }
+
+  snapshotsOf(runId: number): NodeSnapshot[] {
+    return this.#db
+      .prepare(
+        "SELECT * FROM prov_node_snapshots WHERE run_id = ? ORDER BY file_path, line_start, qualified_name",
+      )
+      .all(runId) as NodeSnapshot[];
+  }
+
+  insertSnapshots(rows: readonly NodeSnapshot[]): void {
+    const st = this.#db.prepare(
+      "INSERT INTO prov_node_snapshots (run_id, node_key, node_type, qualified_name, file_path, line_start, line_end, struct_sig, dataflow_sig) VALUES (@run_id, @node_key, @node_type, @qualified_name, @file_path, @line_start, @line_end, @struct_sig, @dataflow_sig)",
+    );
+    for (const r of rows) st.run(r);
+  }
+
+  insertEvents(rows: readonly NodeEvent[]): void {
+    const st = this.#db.prepare(
+      "INSERT INTO prov_node_events (run_id, seq, event_type, node_key, payload) VALUES (?, ?, ?, ?, ?)",
+    );
+    for (const r of rows) st.run(r.run_id, r.seq, r.event_type, r.node_key, JSON.stringify(r.payload));
+  }
+
+  runsOfPlan(planId: string): AnalysisRunRow[] {
+    return this.#db
+      .prepare("SELECT * FROM prov_analysis_runs WHERE plan_id = ? ORDER BY id")
+      .all(planId) as AnalysisRunRow[];
+  }
+
+  eventsOfRuns(runIds: readonly number[]): NodeEvent[] {
+    if (runIds.length === 0) return [];
+    const rows = this.#db
+      .prepare(
+        `SELECT run_id, seq, event_type, node_key, payload FROM prov_node_events WHERE run_id IN (${runIds.map(() => "?").join(",")}) ORDER BY run_id, seq`,
+      )
+      .all(...runIds) as EventRow[];
+    return rows.map(toEvent);
+  }
+
+  newestOfKey(nodeKey: string): NodeSnapshot | undefined {
+    return this.#db
+      .prepare("SELECT * FROM prov_node_snapshots WHERE node_key = ? ORDER BY run_id DESC LIMIT 1")
+      .get(nodeKey) as NodeSnapshot | undefined;
+  }
+
+  newestOfName(project: string, qualifiedName: string): NodeSnapshot | undefined {
+    return this.#db
+      .prepare(
+        "SELECT s.* FROM prov_node_snapshots s JOIN prov_analysis_runs r ON r.id = s.run_id WHERE s.qualified_name = ? AND r.project = ? ORDER BY s.run_id DESC LIMIT 1",
+      )
+      .get(qualifiedName, project) as NodeSnapshot | undefined;
+  }
+
+  atLine(runId: number, filePath: string, line: number): NodeSnapshot[] {
+    return this.#db
+      .prepare(
+        "SELECT * FROM prov_node_snapshots WHERE run_id = ? AND file_path = ? AND line_start <= ? AND line_end >= ? ORDER BY line_start DESC, line_end ASC, qualified_name",
+      )
+      .all(runId, filePath, line, line) as NodeSnapshot[];
+  }
+
+  eventsOfKey(nodeKey: string): NodeEvent[] {
+    const rows = this.#db
+      .prepare(
+        "SELECT run_id, seq, event_type, node_key, payload FROM prov_node_events WHERE node_key = ? ORDER BY run_id, seq",
+      )
+      .all(nodeKey) as EventRow[];
+    return rows.map(toEvent);
+  }
+
+  cacheGet(keys: readonly string[]): Map<string, FileFacts> {
+    const out = new Map<string, FileFacts>();
+    const st = this.#db.prepare("SELECT facts FROM prov_node_cache WHERE cache_key = ?");
+    for (const k of keys) {
+      const row = st.get(k) as { facts: string } | undefined;
+      if (row) out.set(k, JSON.parse(row.facts) as FileFacts);
+    }
+    return out;
+  }
+
+  cachePut(entries: ReadonlyMap<string, FileFacts>, at: string): void {
+    const st = this.#db.prepare(
+      "INSERT OR IGNORE INTO prov_node_cache (cache_key, facts, created_at) VALUES (?, ?, ?)",
+    );
+    for (const [k, f] of entries) st.run(k, JSON.stringify(f), at);
+  }
+}
