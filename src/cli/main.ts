@@ -10,6 +10,7 @@ import { flowHelp } from "./flow-args.js";
 import { err, guardStdio, out } from "./io.js";
 import { events, planList, planShow, projectAdd, projectList } from "./reads.js";
 import { reviewCommand } from "./review-command.js";
+import { addWordsCommands } from "./words-commands.js";
 import { runBatch, runFlowCommand } from "./write-flows.js";
 
 const VERSION = "0.1.0";
@@ -92,7 +93,7 @@ function build(setStatus: (n: number) => void): Command {
   const metric = program.command("metric").description("numeric observations");
 
   // Every write flow's command, its --help and its flag-style form come from FLOWS.
-  const groups: Record<string, Command> = { plan, step, metric };
+  const groups: Record<string, Command> = { plan, step, metric, ...addWordsCommands(program, act, globals) };
   for (const f of FLOWS) {
     const group = groups[f.command[0]];
     if (!group) throw new Error(`no command group ${f.command[0]} for flow ${f.op}`);

@@ -17,6 +17,8 @@ describe("ledger event types", () => {
       "plan.published",
       "plan.reopened",
       "plan.skill_recorded",
+      "reference.added",
+      "reference.checked",
       "step.completed",
       "step.failed",
       "step.heartbeat",
@@ -25,6 +27,7 @@ describe("ledger event types", () => {
       "step.needs_review",
       "step.reopened",
       "step.run_started",
+      "utterance.recorded",
     ]);
   });
 

@@ -21,6 +21,9 @@ export const LedgerEvent = {
   StepLogAppended: "step.log_appended",
   StepHeartbeat: "step.heartbeat",
   MetricRecorded: "metric.recorded",
+  UtteranceRecorded: "utterance.recorded",
+  ReferenceAdded: "reference.added",
+  ReferenceChecked: "reference.checked",
 } as const;
 export type LedgerEvent = (typeof LedgerEvent)[keyof typeof LedgerEvent];
 

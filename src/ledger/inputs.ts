@@ -143,5 +143,8 @@ export const Op = {
   ReviewClose: "agent-review-close",
   Heartbeat: "heartbeat",
   Sweep: "sweep",
+  Note: "note",
+  ReferenceAdd: "reference-add",
+  ReferenceMark: "reference-mark",
 } as const;
 export type Op = (typeof Op)[keyof typeof Op];

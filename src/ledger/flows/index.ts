@@ -4,6 +4,7 @@
  * derived from it: adding a flow is one file in this folder and one line here.
  */
 import type { Schema } from "../../core/index.js";
+import { NOTE_FLOW, REFERENCE_ADD_FLOW, REFERENCE_MARK_FLOW } from "../../provenance/words/flows.js";
 import type { FlowDef } from "../flow.js";
 import type { Op } from "../inputs.js";
 import { ABANDON_PLAN_FLOW } from "./abandon-plan.js";
@@ -42,6 +43,9 @@ export const FLOWS = [
   AGENT_REVIEW_CLOSE_FLOW,
   HEARTBEAT_FLOW,
   SWEEP_FLOW,
+  NOTE_FLOW,
+  REFERENCE_ADD_FLOW,
+  REFERENCE_MARK_FLOW,
 ] as const satisfies readonly AnyFlow[];
 
 /** The flow of each op. */
