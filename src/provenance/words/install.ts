@@ -88,7 +88,7 @@ export function lineDiff(path: string, before: string, after: string): string {
       j++;
     } else if (
       j < m &&
-      (i >= n || ((lcs[i] as number[])[j + 1] as number) >= ((lcs[i + 1] as number[])[j] as number))
+      (i >= n || ((lcs[i] as number[])[j + 1] as number) > ((lcs[i + 1] as number[])[j] as number))
     ) {
       ops.push(`+ ${b[j]}`);
       j++;
@@ -169,7 +169,9 @@ export function planHookInstall(opts: {
   }
   const merged = mergePromptHook(settings, command);
   const changed = JSON.stringify(merged) !== JSON.stringify(settings);
-  const after = changed ? `${JSON.stringify(merged, null, 2)}\n` : before;
+  // Keep the file's own indentation (a compact file is written with two spaces).
+  const indent = /\n([ \t]+)"/.exec(before)?.[1] ?? 2;
+  const after = changed ? `${JSON.stringify(merged, null, indent)}\n` : before;
   return {
     settingsPath,
     command,
