@@ -305,7 +305,7 @@ describe("reference mark", () => {
     const u = (
       await op(k, "note", { text: "w", at: "2026-11-30", refs: [{ kind: "verbal", label: "lunch" }] })
     ).result;
-    const verbal = (u?.reference_ids as number[])[0];
+    const verbal = (u?.reference_ids as number[] | undefined)?.[0];
     const ref = (
       await op(k, "reference-add", {
         kind: "doc",
