@@ -220,7 +220,7 @@ export function flowTable(flows: readonly AnyFlow[]): string {
   const esc = (s: string) => s.replaceAll("|", "\\|");
   const rows = flows.map(
     (f) =>
-      `| \`${f.op}\` | \`ratchet ${f.command.join(" ")}${f.positional ? ` [<${f.positional}>]` : ""}\` | \`${f.op}.sh\` | ${esc(f.summary)} | ${[...new Set([2, 3, ...f.refusals.map((r) => r.exit)])].sort().join(", ")} |`,
+      `| \`${f.op}\` | \`ratchet ${f.command.join(" ")}${f.positional ? ` [<${f.positional}>]` : ""}\` | \`${f.op}.sh\` | ${esc(f.summary)} | ${[...new Set([2, 3, ...f.refusals.map((r) => r.exit)])].sort((a, b) => a - b).join(", ")} |`,
   );
   return [
     "| op | command | shim | what it does | refusal exits |",
