@@ -82,8 +82,10 @@ export async function hookUserPrompt(args: readonly string[], io: HookIo): Promi
   try {
     const i = args.indexOf("--db");
     const db = i >= 0 ? args[i + 1] : args.find((a) => a.startsWith("--db="))?.slice("--db=".length);
+    // Known before the payload is read, so an unreadable payload is logged beside the database.
+    dbPath = hookDbPath({ ...(db ? { db } : {}), env: io.env, dirs: [io.cwd] });
     const payload = parsePayload(await readStdin(io.stdin));
-    dbPath = hookDbPath({ ...(db ? { db } : {}), env: io.env, dirs: [payload.cwd ?? io.cwd, io.cwd] });
+    if (payload.cwd) dbPath = hookDbPath({ ...(db ? { db } : {}), env: io.env, dirs: [payload.cwd, io.cwd] });
     if (!dbPath) {
       logLine(hookErrorLog(io.env), `no Ratchet workspace for ${payload.cwd ?? io.cwd}: prompt not recorded`);
       return 0;
