@@ -5,9 +5,10 @@
  * Always exit 0; stdout stays empty except the one source hint; failures go to the error log.
  */
 import { appendFileSync, mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
 import { dirname } from "node:path";
-import Database from "better-sqlite3";
 import { hookDbPath, hookErrorLog, parsePayload, recordPrompt } from "../provenance/words/hook.js";
+import { skipReason } from "../provenance/words/prompt-rules.js";
 import { SqliteWordStore } from "../provenance/words/store.js";
 
 /** The database's busy timeout in the hook (spec §3.1: 2 s). */
@@ -90,12 +91,20 @@ export async function hookUserPrompt(args: readonly string[], io: HookIo): Promi
       logLine(hookErrorLog(io.env), `no Ratchet workspace for ${payload.cwd ?? io.cwd}: prompt not recorded`);
       return 0;
     }
+    // A prompt that is skipped never loads the SQLite driver.
+    if (skipReason(payload.prompt ?? "", io.env)) return 0;
+    // require, not import(): the bundle is CommonJS and import() would start Node's ESM loader.
+    const Database = createRequire(import.meta.url)("better-sqlite3") as typeof import("better-sqlite3");
     const path = dbPath;
     const outcome = recordPrompt({
       payload,
       env: io.env,
-      open: () =>
-        new SqliteWordStore(new Database(path, { fileMustExist: true, timeout: HOOK_BUSY_TIMEOUT_MS })),
+      open: () => {
+        const db = new Database(path, { fileMustExist: true, timeout: HOOK_BUSY_TIMEOUT_MS });
+        // As the store's own connections: WAL commits without an fsync each (durable at checkpoint).
+        db.pragma("synchronous = NORMAL");
+        return new SqliteWordStore(db);
+      },
     });
     if (outcome.status === "error") logLine(hookErrorLog(io.env, dbPath), `${dbPath}: ${outcome.message}`);
     else if (outcome.status === "recorded" && outcome.hint) io.stdout(`${outcome.hint}\n`);
