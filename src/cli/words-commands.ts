@@ -121,13 +121,26 @@ export function addWordsCommands(
 ): Record<string, Command> {
   const note = program
     .command("note")
-    .description(
-      'record words said elsewhere: ratchet note "<words>" --at <when> [--project P] [--plan ID] [--node QN|nk_…] [--kind technical|organizational|mixed] [--ref kind=K,label=L[,uri=U]]… (also: note add <input.json|->)',
-    )
+    .description("record words said elsewhere, with their sources (see --help)")
     .argument("[words...]", "the words, quoted")
     .allowUnknownOption()
     .allowExcessArguments()
     .helpOption("-h, --help", "show the flags")
+    .addHelpText(
+      "after",
+      [
+        "",
+        'Usage: ratchet note "<words>" --at <when> [--project P] [--plan ID] [--node QN|nk_…|file:line]',
+        "         [--kind technical|organizational|mixed] [--ref kind=K,label=L[,uri=U]]… [--json]",
+        "       ratchet note add <input.json|->   (the write flow `note`: fields text, at, project, plan_id, node, kind, refs)",
+        "",
+        "  --at    YYYY-MM-DD[ HH:MM[:SS]] (T allowed; UTC unless it ends in Z or ±HH:MM)",
+        "  --ref   one source per flag; kind: email, meeting, chat, ticket, doc, commit, verbal, other",
+        "  --node  also record a stated reason spanning the whole note (needs a project)",
+        "",
+        "Origin: human_cli when stdin is a terminal, else agent_cli. Output: JSON and the marker line.",
+      ].join("\n"),
+    )
     .action(
       act(async (_words: string[], _o: unknown, cmd: Command) => {
         let parsed: ReturnType<typeof noteInput>;
