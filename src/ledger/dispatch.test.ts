@@ -1,5 +1,6 @@
 import { describe, expect, it, onTestFinished } from "vitest";
 import { headTail, truncationMarker, utf8Length } from "../core/index.js";
+import { wordStoreOf } from "../provenance/words/index.js";
 import { type LedgerFixture, makeLedgerFixture } from "../testing/ledger-fixtures.js";
 import { applyOp, OP_NAMES, type OpOutcome } from "./dispatch.js";
 import type { Op } from "./inputs.js";
@@ -23,6 +24,14 @@ function plan(fx: LedgerFixture, n = 2, extra: Parameters<LedgerFixture["publish
     extra,
   );
   return { id: p.plan_id, steps: p.step_ids.slice(0, n), review: p.review_step_id };
+}
+
+/** One recorded utterance (a reference's anchor). */
+function utterance(fx: LedgerFixture): number {
+  const words = wordStoreOf(fx.ledger);
+  return words.write(() =>
+    words.recordUtterance({ text: "words", occurred_at: "2026-11-30T00:00:00.000Z", origin: "agent_cli" }),
+  );
 }
 
 function handedOff(fx: LedgerFixture) {
@@ -51,6 +60,9 @@ describe("op names (pinned)", () => {
       "agent-review-close",
       "heartbeat",
       "sweep",
+      "note",
+      "reference-add",
+      "reference-mark",
     ]);
   });
 });
@@ -150,6 +162,40 @@ describe("applyOp: ok markers", () => {
       marker: { status: "IN_PROGRESS" },
     },
     { op: "sweep", input: () => ({}), marker: { count: 0 } },
+    {
+      op: "note",
+      input: () => ({ text: "Finance reconciles weekly", at: "2026-11-30 14:00" }),
+      marker: { origin: "agent_cli", occurred_at: "2026-11-30T14:00:00.000Z", reason_id: null },
+    },
+    {
+      op: "reference-add",
+      input: (fx) => ({
+        kind: "doc",
+        label: "spec",
+        occurred_at: "2026-11-01",
+        utterance: utterance(fx),
+        uri: "https://d/1",
+      }),
+      marker: { verifiability: "linked", stance: "supports" },
+    },
+    {
+      op: "reference-mark",
+      input: (fx) => {
+        const words = wordStoreOf(fx.ledger);
+        const ref = words.write(() => {
+          const id = words.addReference({
+            kind: "doc",
+            label: "spec",
+            uri: "https://d/1",
+            occurred_at: "2026-11-01T00:00:00.000Z",
+          });
+          words.link({ reference_id: id, utterance_id: utterance(fx) });
+          return id;
+        });
+        return { reference_id: ref, ok: true };
+      },
+      marker: { verdict: "ok", checks: 1 },
+    },
   ];
 
   it("covers every op", () => {
