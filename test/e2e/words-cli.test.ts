@@ -14,6 +14,7 @@ import {
   makeWorkspace,
   query,
   ratchet,
+  startRatchet,
   type TestWorkspace,
 } from "../helpers/cli.js";
 
@@ -182,6 +183,56 @@ describe("ratchet hook user-prompt", () => {
     );
     expect(rows).toHaveLength(3);
     expect(rows.map((r) => r.prev_hash)).toEqual(["", rows[0]?.hash, rows[1]?.hash]);
+  });
+});
+
+describe("ratchet hook user-prompt under attack", () => {
+  test("six prompts at once: six rows on one unforked chain", async () => {
+    const ws = await shop();
+    const procs = Array.from({ length: 6 }, (_, i) =>
+      startRatchet(["hook", "user-prompt"], {
+        cwd: ws.repo,
+        holdStdin: true,
+        input: payload(ws, `prompt ${i}`),
+        env: { ...QUIET, RATCHET_HOOK_ERRORS: ws.errors },
+      }),
+    );
+    for (const p of procs) p.release();
+    const results = await Promise.all(procs.map((p) => p.done));
+    expect(results.map((r) => [r.status, r.stdout])).toEqual(results.map(() => [0, ""]));
+    const rows = query<{ prev_hash: string; hash: string; text: string }>(
+      ws,
+      "SELECT prev_hash, hash, text FROM prov_utterances ORDER BY id",
+    );
+    expect(rows.map((r) => r.text).sort()).toEqual(Array.from({ length: 6 }, (_, i) => `prompt ${i}`));
+    expect(rows.map((r) => r.prev_hash)).toEqual(["", ...rows.slice(0, -1).map((r) => r.hash)]);
+    expect(new Set(rows.map((r) => r.prev_hash)).size).toBe(6);
+  });
+
+  test("a secret in the prompt is masked; a stdin that never closes, or is huge, still ends in exit 0", async () => {
+    const ws = await shop();
+    const secret = "hunter2-very-secret-value";
+    const r = await hook(ws, payload(ws, `the password is ${secret}, keep it`), {
+      SECRET_DB_PASSWORD: secret,
+    });
+    expect(r.status).toBe(0);
+    expect(utterances(ws).map((u) => u.text)).toEqual([
+      "the password is [REDACTED:SECRET_DB_PASSWORD], keep it",
+    ]);
+    const open = startRatchet(["hook", "user-prompt"], {
+      cwd: ws.repo,
+      holdStdin: true,
+      env: { ...QUIET, RATCHET_HOOK_ERRORS: ws.errors },
+      timeoutMs: 30_000,
+    });
+    const waited = await open.done;
+    open.release();
+    expect([waited.status, waited.stdout]).toEqual([0, ""]);
+    expect(errorLines(ws).at(-1)).toContain("no complete hook JSON");
+    const huge = await hook(ws, payload(ws, "x".repeat(5 * 1024 * 1024)));
+    expect([huge.status, huge.stdout]).toEqual([0, ""]);
+    expect(errorLines(ws).at(-1)).toContain("larger than");
+    expect(utterances(ws)).toHaveLength(1);
   });
 });
 
