@@ -267,8 +267,9 @@ describe("concurrency", () => {
     expect(after.counts).toEqual({
       plans: before.counts.plans + WORKERS * NEW_PLANS,
       steps: before.counts.steps + WORKERS * NEW_PLANS * 3 + privateCount, // + each C.1
-      // A log, B log_context, E kickoff + run; shared logs; a [REVIEW SKIPPED] line per closed plan
-      step_logs: privateCount * 4 + WORKERS * 2 + privateCount + 2,
+      // A log, B log_context, C's [FAILED] line, E kickoff + run; shared logs; a [REVIEW SKIPPED]
+      // line per closed plan
+      step_logs: privateCount * 5 + WORKERS * 2 + privateCount + 2,
       deviations: privateCount,
       skills: privateCount,
       metrics: privateCount * 2 + WORKERS * fillerPerWorker, // B's metric + run_ok; the free metrics

@@ -228,8 +228,9 @@ describe.each<Via>(["file", "stdin"])("write flows with JSON input from %s", (vi
     expect(stepRow(ws, `${planId}-REVIEW`)).toMatchObject({ status: "COMPLETED" });
     const snap = snapshot(ws);
     expect(snap.counts).toMatchObject({ plans: 1, steps: 6, deviations: 1, skills: 1, metrics: 2 });
-    // start log, appended log, B's kickoff + run log, C's fail log, the review's [REVIEW SKIPPED].
-    expect(snap.counts.step_logs).toBe(6);
+    // start log, appended log, B's kickoff + run log, C's fail log and its [FAILED] line, the
+    // review's [REVIEW SKIPPED].
+    expect(snap.counts.step_logs).toBe(7);
     const types = eventsByType(ws);
     expect(types).toMatchObject({
       "plan.published": 1,
@@ -890,7 +891,7 @@ describe("reads", () => {
       (await ws.run(["plan", "show", planId, "--json", "--full"])).stdout,
     ) as typeof view;
     // Short logs have no blob, so --full changes nothing for them.
-    expect(full.steps[0]?.logs.map((l) => l.text)).toEqual(["a log line"]);
+    expect(full.steps[0]?.logs.map((l) => l.text)).toEqual(["a log line", "[FAILED] bad"]);
     expect(full.steps[0]?.logs[0]?.full).toBeUndefined();
 
     const missingPlan = await ws.run(["plan", "show", "nope"]);
