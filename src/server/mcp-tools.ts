@@ -28,7 +28,7 @@ interface ToolDef {
   description: string;
   inputSchema: Record<string, unknown>;
   write: boolean;
-  call(args: Record<string, unknown>): Promise<Record<string, unknown>>;
+  call(args: Record<string, unknown>, ctx: ServerContext): Promise<Record<string, unknown>>;
 }
 
 const obj = (properties: Record<string, unknown>, required: string[] = []) => ({
@@ -38,13 +38,13 @@ const obj = (properties: Record<string, unknown>, required: string[] = []) => ({
   additionalProperties: false,
 });
 
-function toolDefs(ctx: ServerContext): ToolDef[] {
+function toolDefs(): ToolDef[] {
   const flows: ToolDef[] = OP_NAMES.map((op) => ({
     name: toolNameOf(op),
     description: FLOW_BY_OP[op].summary,
     inputSchema: FLOW_BY_OP[op].input.json(),
     write: true,
-    async call(args) {
+    async call(args, ctx) {
       const outcome = await applyOp(ctx.ledger, op, args, { cwd: ctx.workspace.root });
       ctx.hub.kick();
       if (!outcome.ok) throw Object.assign(outcome.error!, { marker: outcome.marker });
@@ -59,7 +59,11 @@ function toolDefs(ctx: ServerContext): ToolDef[] {
         "Start a workflow run (saved scripts, no model); returns run_id once it is recorded. Follow it with get_run.",
       inputSchema: START_RUN_SCHEMA,
       write: true,
-      call: async (args) => ({ ok: true, op: "run-start", ...(await startRun(ctx, parseStartRun(args))) }),
+      call: async (args, ctx) => ({
+        ok: true,
+        op: "run-start",
+        ...(await startRun(ctx, parseStartRun(args))),
+      }),
     },
     {
       name: "apply_ops",
@@ -73,7 +77,7 @@ function toolDefs(ctx: ServerContext): ToolDef[] {
         ["ops"],
       ),
       write: true,
-      call: async (args) => {
+      call: async (args, ctx) => {
         onlyFields(args, ["ops", "stop_on_error"]);
         if (!Array.isArray(args.ops))
           throw new RatchetError(ErrorCode.SchemaViolation, "field `ops`: must be an array", {
@@ -98,7 +102,7 @@ function toolDefs(ctx: ServerContext): ToolDef[] {
         ["plan_id"],
       ),
       write: false,
-      call: async (args) => {
+      call: async (args, ctx) => {
         onlyFields(args, ["plan_id", "step"]);
         const planId = need(args, "plan_id");
         const step = typeof args.step === "string" ? args.step : undefined;
@@ -113,7 +117,7 @@ function toolDefs(ctx: ServerContext): ToolDef[] {
         limit: { type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE },
       }),
       write: false,
-      call: async (args) => {
+      call: async (args, ctx) => {
         onlyFields(args, ["status", "limit"]);
         const { limit, status } = planListFilter(args);
         return { items: ctx.store.listPlans({ limit, ...(status ? { status } : {}) }) };
@@ -124,7 +128,7 @@ function toolDefs(ctx: ServerContext): ToolDef[] {
       description: "A workflow run with each step's mode, fast path, outcome, tokens, duration and error.",
       inputSchema: obj({ run_id: { type: "string" } }, ["run_id"]),
       write: false,
-      call: async (args) => {
+      call: async (args, ctx) => {
         onlyFields(args, ["run_id"]);
         const runId = need(args, "run_id");
         const run = ctx.runs.getRun(runId);
@@ -138,7 +142,7 @@ function toolDefs(ctx: ServerContext): ToolDef[] {
         "Runner tasks of the server's runner folders; with task_id: its state, rounds, DoD runs and result.",
       inputSchema: obj({ task_id: { type: "string" } }),
       write: false,
-      call: async (args) => {
+      call: async (args, ctx) => {
         onlyFields(args, ["task_id"]);
         return typeof args.task_id === "string"
           ? taskDetail(ctx, args.task_id)
@@ -219,9 +223,13 @@ function errorReply(err: RatchetError, marker?: unknown): CallToolResult {
 }
 
 /** A new MCP server over `ctx` (one per HTTP request in stateless mode; one for stdio). */
-export function createMcpServer(ctx: ServerContext, opts: McpServerOptions = {}): Server {
+export function createMcpServer(
+  ctx: ServerContext | (() => ServerContext),
+  opts: McpServerOptions = {},
+): Server {
   const server = new Server({ name: "ratchet", version: VERSION }, { capabilities: { tools: {} } });
-  const defs = toolDefs(ctx);
+  const ctxOf = typeof ctx === "function" ? ctx : () => ctx;
+  const defs = toolDefs();
   const byName = new Map(defs.map((d) => [d.name, d]));
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: defs.map((d) => ({
@@ -251,7 +259,7 @@ export function createMcpServer(ctx: ServerContext, opts: McpServerOptions = {})
     try {
       const args = (req.params.arguments ?? {}) as Record<string, unknown>;
       assertNoForbiddenKeys(args);
-      return reply(await def.call(args));
+      return reply(await def.call(args, ctxOf()));
     } catch (e) {
       return errorReply(toRatchetError(e), (e as { marker?: unknown }).marker);
     }
