@@ -74,6 +74,12 @@ async function threadRouteGroup(workspaceDir: string): Promise<RouteGroup> {
   };
 }
 
+/** The thread service of the MCP thread tools (loaded on first use: models and the bridge are heavy). */
+async function threadFactory(): Promise<(store: SqliteStore, workspaceDir: string) => ThreadService> {
+  const { threadServiceFor } = await import("./thread-commands.js");
+  return (store, workspaceDir) => threadServiceFor(store, workspaceDir);
+}
+
 /** `ratchet serve`. */
 export async function serve(opts: ServeOptions): Promise<number> {
   const port = parsePort(opts.port);
@@ -97,6 +103,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
     runnerDirs: (opts.runnerDir ?? []).map((d) => resolve(d)),
     workflows: (opts.workflow ?? []).map((w) => resolve(w)),
     extraRoutes: [threadRoutes],
+    threads: await threadFactory(),
     ...(opts.quiet ? {} : { log: (line: string) => err(`ratchet serve: ${line}`) }),
   }).catch((e: NodeJS.ErrnoException) => {
     if (e.code === "EADDRINUSE" || e.code === "EACCES" || e.code === "EADDRNOTAVAIL")
@@ -142,6 +149,7 @@ export async function mcpStdio(
   try {
     ctx = openServerContext({
       workspace: workspaceOf(opts),
+      threads: await threadFactory(),
       runnerDirs: (opts.runnerDir ?? []).map((d) => resolve(d)),
       workflows: (opts.workflow ?? []).map((w) => resolve(w)),
     });
