@@ -4,12 +4,6 @@
  * call goes through the same service function as the CLI and REST (`applyOp`, `startRun`,
  * `showPlan`). Served over streamable HTTP at `/mcp` and over stdio by `ratchet mcp`.
  */
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import {
-  CallToolRequestSchema,
-  type CallToolResult,
-  ListToolsRequestSchema,
-} from "@modelcontextprotocol/sdk/types.js";
 import {
   assertNoForbiddenKeys,
   ErrorCode,
@@ -27,12 +21,11 @@ import { plansPage } from "./routes/ledger.js";
 import { listTasks, taskDetail, taskSummary } from "./routes/runner.js";
 import { parseStartRun, runsPage, START_RUN_SCHEMA, startRun } from "./routes/runs.js";
 
-const VERSION = "0.1.0";
-
 /** The MCP tool name of a write flow: `publish-plan` → `publish_plan`. */
 export const toolNameOf = (op: Op) => op.replaceAll("-", "_");
 
-interface ToolDef {
+/** One MCP tool: its listing and the service call behind it. */
+export interface ToolDef {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
@@ -152,7 +145,8 @@ function background(drive: Promise<unknown>): void {
   drive.catch(() => {});
 }
 
-function toolDefs(): ToolDef[] {
+/** Every tool of the MCP server, in listing order. */
+export function toolDefs(): ToolDef[] {
   const flows: ToolDef[] = OP_NAMES.map((op) => ({
     name: toolNameOf(op),
     description: FLOW_BY_OP[op].summary,
@@ -355,10 +349,6 @@ function need(args: Record<string, unknown>, field: string): string {
   return v;
 }
 
-function reply(value: Record<string, unknown>, isError = false): CallToolResult {
-  return { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value, isError };
-}
-
 /**
  * The refusals of the `tools/call` messages of a raw JSON-RPC body (one message or a batch), by
  * id: arguments holding a `__proto__`, `constructor` or `prototype` key. Checked on the raw JSON
@@ -379,73 +369,3 @@ export function argumentRefusals(body: unknown): Map<string | number, RatchetErr
   return out;
 }
 
-/** Options of {@link createMcpServer}. */
-export interface McpServerOptions {
-  /** Refuse every write tool. Default false. */
-  readOnly?: boolean;
-  /**
-   * Refusals found on the raw JSON of the request (by JSON-RPC id) before the SDK parsed it: a
-   * `tools/call` with one of these ids answers with the error instead of running.
-   */
-  refusals?: ReadonlyMap<string | number, RatchetError>;
-}
-
-function errorReply(err: RatchetError, marker?: unknown): CallToolResult {
-  return reply(
-    {
-      ok: false,
-      error: {
-        code: err.code,
-        message: err.message,
-        ...(err.details.field ? { field: err.details.field } : {}),
-      },
-      ...(marker ? { marker } : {}),
-    },
-    true,
-  );
-}
-
-/** A new MCP server over `ctx` (one per HTTP request in stateless mode; one for stdio). */
-export function createMcpServer(
-  ctx: ServerContext | (() => ServerContext),
-  opts: McpServerOptions = {},
-): Server {
-  const server = new Server({ name: "ratchet", version: VERSION }, { capabilities: { tools: {} } });
-  const ctxOf = typeof ctx === "function" ? ctx : () => ctx;
-  const defs = toolDefs();
-  const byName = new Map(defs.map((d) => [d.name, d]));
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: defs.map((d) => ({
-      name: d.name,
-      description: d.description,
-      inputSchema: d.inputSchema as { type: "object" },
-      annotations: { readOnlyHint: !d.write },
-    })),
-  }));
-  server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
-    const refused = opts.refusals?.get(extra.requestId);
-    if (refused) return errorReply(refused);
-    const def = byName.get(req.params.name);
-    if (!def)
-      return reply(
-        { ok: false, error: { code: ErrorCode.NotFound, message: `no tool ${req.params.name}` } },
-        true,
-      );
-    if (def.write && opts.readOnly)
-      return reply(
-        {
-          ok: false,
-          error: { code: "read_only", message: "the server runs with --read-only: writes are refused" },
-        },
-        true,
-      );
-    try {
-      const args = (req.params.arguments ?? {}) as Record<string, unknown>;
-      assertNoForbiddenKeys(args);
-      return reply(await def.call(args, ctxOf()));
-    } catch (e) {
-      return errorReply(toRatchetError(e), (e as { marker?: unknown }).marker);
-    }
-  });
-  return server;
-}

@@ -20,7 +20,8 @@ import { decodeUtf8Strict, type RatchetError } from "../../core/index.js";
 import type { RouteGroup } from "../app.js";
 import { replyCode, ServerErrorCode } from "../http.js";
 import { MAX_BODY_BYTES } from "../limits.js";
-import { argumentRefusals, createMcpServer } from "../mcp-tools.js";
+import { createMcpServer } from "../mcp-server.js";
+import { argumentRefusals } from "../mcp-tools.js";
 
 // The body is read here, not by the transport, so its 4 MiB bound is applied here too.
 const limit = bodyLimit({
