@@ -6,6 +6,7 @@ import { Command, CommanderError } from "commander";
 import { ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
 import { FLOWS } from "../ledger/index.js";
 import { initWorkspace, SqliteStore } from "../store/index.js";
+import { addCompletionCommands } from "./completion-commands.js";
 import { flowHelp } from "./flow-args.js";
 import { err, guardStdio, out } from "./io.js";
 import { events, planList, planShow, projectAdd, projectList } from "./reads.js";
@@ -149,6 +150,7 @@ function build(setStatus: (n: number) => void): Command {
   addBuildCommands(program, act, globals);
   addServerCommands(program, act, globals);
   addThreadCommands(program, act, globals);
+  addCompletionCommands(program, act, globals);
 
   return program;
 }
@@ -196,6 +198,7 @@ function addRunCommands(
     .command("list")
     .description("runs, newest first (marks runs whose owner process died as interrupted)")
     .option("--workflow <id>", "only runs of this workflow id")
+    .option("--status <status>", "only runs in this status: running, passed, failed, interrupted, cancelled")
     .option("--limit <n>", "at most n runs (default 50)")
     .option("--json", "machine-readable output")
     .action(act(async (o: RunsListOpts) => (await rc()).cmdRunsList({ ...globals(), ...o })));

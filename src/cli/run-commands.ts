@@ -16,6 +16,7 @@ import {
   PROMOTION_MIN_SUCCESSES,
   parseOnly,
   type RunReport,
+  RunStatus,
   RunStore,
   RunTrigger,
   recoverInterruptedRuns,
@@ -258,13 +259,24 @@ function parseLimit(v: string | undefined): number {
 }
 
 export async function cmdRunsList(
-  opts: GlobalOptions & { workflow?: string; json?: boolean; limit?: string },
+  opts: GlobalOptions & { workflow?: string; json?: boolean; limit?: string; status?: string },
 ): Promise<number> {
   const limit = parseLimit(opts.limit);
+  const statuses = Object.values(RunStatus) as string[];
+  if (opts.status !== undefined && !statuses.includes(opts.status))
+    throw new RatchetError(
+      ErrorCode.Usage,
+      `--status must be one of ${statuses.join(", ")} (got ${JSON.stringify(opts.status)})`,
+      { field: "status" },
+    );
   return withContext(opts, (ctx) => {
     const recovered = recoverInterruptedRuns(ctx);
     const runs = new RunStore(ctx.store);
-    const rows = runs.listRuns({ ...(opts.workflow ? { workflowId: opts.workflow } : {}), limit });
+    const rows = runs.listRuns({
+      ...(opts.workflow ? { workflowId: opts.workflow } : {}),
+      ...(opts.status ? { status: opts.status } : {}),
+      limit,
+    });
     for (const r of recovered) err(`ratchet: run ${r.run_id} marked interrupted: ${r.reason}`);
     if (opts.json) {
       out(JSON.stringify(rows, null, 2));
