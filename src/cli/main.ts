@@ -203,6 +203,17 @@ function addRunCommands(
     .option("--json", "machine-readable output")
     .action(act(async (o: RunsListOpts) => (await rc()).cmdRunsList({ ...globals(), ...o })));
   runs
+    .command("cancel <run_id>")
+    .description(
+      "cancel a running run: it ends cancelled with every process of it gone (the process running it exits 8)",
+    )
+    .option("--json", "machine-readable output")
+    .action(
+      act(async (id: string, o: { json?: boolean }) =>
+        (await rc()).cmdRunsCancel(id, { ...globals(), ...o }),
+      ),
+    );
+  runs
     .command("show <run_id>")
     .description("a run and each step's mode, fast path, outcome, tokens, duration, exit code and error")
     .option("--json", "machine-readable output")

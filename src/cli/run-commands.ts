@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { ErrorCode, RatchetError } from "../core/index.js";
 import { formatGuarantees, killAllRunning } from "../exec/index.js";
 import {
+  cancelRun,
   doctor,
   ExecutionMode,
   isOrchestrator,
@@ -290,6 +291,24 @@ export async function cmdRunsList(
         `${r.run_id}  ${r.status}  ${r.workflow_id}  trigger=${r.trigger}${r.group_name ? `  group=${r.group_name}` : ""}  steps=${passed}/${steps.length} passed  ${r.started_at}`,
       );
     }
+    return 0;
+  });
+}
+
+/** `ratchet runs cancel <run_id>`: exit 0 once the run is cancelled; 3 unknown run; 4 not running. */
+export async function cmdRunsCancel(
+  runId: string,
+  opts: GlobalOptions & { json?: boolean },
+): Promise<number> {
+  return withContext(opts, async (ctx) => {
+    const r = await cancelRun(ctx, runId, { by: "cli" });
+    if (opts.json) out(JSON.stringify({ ok: true, op: "run-cancel", ...r }));
+    else
+      out(
+        r.status === RunStatus.Cancelled
+          ? `run ${runId} cancelled${r.how === "direct" ? " (its owner process was gone)" : ""}`
+          : `run ${runId}: cancel requested; its process has not closed it yet (status ${r.status})`,
+      );
     return 0;
   });
 }

@@ -13,6 +13,7 @@ import {
   RatchetError,
 } from "../../core/index.js";
 import {
+  cancelRun,
   MAX_STEP_TIMEOUT_SECONDS,
   RunStatus,
   RunTrigger,
@@ -192,6 +193,14 @@ export const runRoutes: RouteGroup = (app, { ctx, write }) => {
     const run = ctx.runs.getRun(runId);
     if (!run) throw new RatchetError(ErrorCode.NotFound, `run ${runId} not found`, { field: "run_id" });
     return c.json({ run, steps: ctx.runs.stepRuns(runId) });
+  });
+
+  // Cancel: the run ends `cancelled` with its processes gone (see workflow/cancel.ts); the reply
+  // comes once it is closed, or after a bounded wait with status `running` and how `requested`.
+  app.post("/api/runs/:runId/cancel", write, async (c) => {
+    const r = await cancelRun(ctx, c.req.param("runId"), { by: "http" });
+    ctx.hub.kick();
+    return c.json({ ok: true, op: "run-cancel", ...r });
   });
 
   app.post("/api/runs", write, async (c) => {
