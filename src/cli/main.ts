@@ -186,7 +186,8 @@ function addRunCommands(
       "--model <provider:model>",
       "model of direct/code_exec steps and sub-agents (default: RATCHET_MODEL, then config)",
     )
-    .option("--json", "machine-readable output")
+    .option("--json", "machine-readable output (the report only; no progress)")
+    .option("--quiet", "print nothing but errors (the exit status says how the run ended)")
     .addHelpText(
       "after",
       "\nExamples:\n  ratchet run examples/workflows/hello --group french --var names=Ada,Grace\n  ratchet run flows/sales.yaml --only fetch-orders,build-report --json",

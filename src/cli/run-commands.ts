@@ -30,6 +30,7 @@ import {
 } from "../workflow/index.js";
 import { type CommandContext, type GlobalOptions, withContext } from "./context.js";
 import { err, out } from "./io.js";
+import { progressMode, progressPrinter } from "./run-progress.js";
 
 /** Names a workflow folder may hold its file under, in order of preference. */
 const WORKFLOW_FILES = ["workflow.yaml", "workflow.yml", "workflow.json"];
@@ -125,8 +126,10 @@ function stepLine(s: {
 async function execute(
   ctx: CommandContext,
   wf: Workflow,
-  opts: Parameters<typeof runWorkflow>[2] & { json?: boolean },
+  opts: Parameters<typeof runWorkflow>[2] & { json?: boolean; quiet?: boolean },
 ): Promise<RunReport> {
+  const mode = progressMode(process.stdout.isTTY === true, process.env);
+  const live = !opts.json && !opts.quiet && mode.live ? progressPrinter(mode, out) : undefined;
   const controller = new AbortController();
   const onSignal = (sig: NodeJS.Signals) => {
     err(`ratchet: ${sig} received: cancelling the run`);
@@ -139,12 +142,13 @@ async function execute(
       ...opts,
       signal: controller.signal,
       onStarted: (r) => {
-        if (opts.json) return;
+        if (opts.json || opts.quiet) return;
         out(`run ${r.run_id} of workflow ${wf.id} (plan ${r.plan_id})`);
         out(`write protection: ${r.write_protection.reason}`);
       },
       onProgress: (p) => {
-        if (!opts.json && p.kind === "step_finished") out(stepLine(p.step));
+        if (live) live(p);
+        else if (!opts.json && !opts.quiet && p.kind === "step_finished") out(stepLine(p.step));
       },
     });
   } finally {
@@ -174,8 +178,15 @@ async function modelStepsIfNeeded(
   return modelStepsFor(workspaceDir, flagModel);
 }
 
-function finish(report: RunReport, json: boolean | undefined): number {
+function finish(report: RunReport, json: boolean | undefined, quiet?: boolean): number {
   if (json) out(JSON.stringify(report, null, 2));
+  if (quiet && !json) {
+    // --quiet: nothing on stdout; a failure still names its steps on stderr.
+    if (report.status !== "passed")
+      for (const s of report.steps.filter((x) => x.outcome !== "passed"))
+        err(`ratchet: step ${s.step_id} (${s.outcome}): ${s.error ?? "(no error text)"}`);
+    return report.status === "passed" ? 0 : 8;
+  }
   for (const r of report.recovered)
     err(`ratchet: run ${r} was interrupted (its owner process is gone): marked interrupted`);
   const failed: StepReport[] = report.steps.filter((s) => s.outcome !== "passed");
@@ -196,6 +207,7 @@ export async function cmdRun(
     group?: string;
     only?: string[];
     json?: boolean;
+    quiet?: boolean;
     trigger?: string;
     stepTimeout?: string;
     model?: string;
@@ -216,8 +228,9 @@ export async function cmdRun(
       trigger,
       ...(timeout !== undefined ? { stepTimeoutSeconds: timeout } : {}),
       json: Boolean(opts.json),
+      quiet: Boolean(opts.quiet),
     });
-    return finish(report, opts.json);
+    return finish(report, opts.json, opts.quiet);
   });
 }
 

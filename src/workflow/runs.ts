@@ -69,7 +69,7 @@ export interface RunWorkflowOptions {
   bridge?: BridgeEndpoint;
   /** Tools of the run's own bridge. Default: the workspace's `.ratchet/config.json` (missing: no tools). */
   bridgeConfig?: BridgeConfig;
-  /** Called when a step starts and when it finishes (the CLI prints progress). */
+  /** Called when a step starts, as its script prints, and when it finishes (the CLI prints progress). */
   onProgress?: (p: RunProgress) => void;
   /**
    * Runs `direct` / `code_exec` steps and serves orchestrators' `call_sub_agent` (the Builder
@@ -82,7 +82,9 @@ export interface RunWorkflowOptions {
 
 export type RunProgress =
   | { kind: "step_started"; step_id: string; mode: ExecutionMode }
-  | { kind: "step_finished"; step: StepReport };
+  | { kind: "step_finished"; step: StepReport }
+  /** A learned script's output as it arrives (redacted; a chunk, not always whole lines). */
+  | { kind: "step_output"; step_id: string; stream: "stdout" | "stderr"; text: string };
 
 export interface StepReport {
   step_id: string;

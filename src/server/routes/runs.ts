@@ -142,7 +142,9 @@ export async function startRun(
         ctx.hub.kick();
         resolveStarted(started);
       },
-      onProgress: () => ctx.hub.kick(),
+      onProgress: (p) => {
+        if (p.kind !== "step_output") ctx.hub.kick();
+      },
     })
       .then(() => ctx.hub.kick())
       .catch(rejectStarted)
