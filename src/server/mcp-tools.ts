@@ -368,4 +368,3 @@ export function argumentRefusals(body: unknown): Map<string | number, RatchetErr
   }
   return out;
 }
-
