@@ -3,7 +3,7 @@
  * pseudo-terminal (`script` from util-linux), piped, with NO_COLOR, `--json` and `--quiet`.
  */
 import { spawnSync } from "node:child_process";
-import { cpSync, writeFileSync } from "node:fs";
+import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -16,6 +16,7 @@ import {
 } from "../../test/helpers/cli.js";
 import { LIVE_TAIL_LINES, progressMode, progressPrinter } from "./run-progress.js";
 
+const SECRET = "tok-Zq81-not-for-logs-4242";
 const PRINTER = `import os
 for i in range(3):
     print(f"working {i}", flush=True)
@@ -119,6 +120,36 @@ describe("ratchet run progress (built CLI)", () => {
     const quiet = onTty(["--quiet"]);
     expect(quiet.status).toBe(0);
     expect(quiet.out.trim()).toBe("");
+  });
+
+  it("never shows a secret, even one the script prints in two pieces across writes", () => {
+    const leaky = join(ws.dir, "workflows", "leaky");
+    cpSync(join(ROOT, "test", "fixtures", "workflows", "slow"), leaky, { recursive: true });
+    writeFileSync(
+      join(leaky, "workflow.yaml"),
+      readFileSync(join(leaky, "workflow.yaml"), "utf8").replace("steps:", "secrets:\n  - api_token\nsteps:"),
+    );
+    writeFileSync(
+      join(leaky, "learnings", "sleeper", "main.py"),
+      `import os, sys, time
+tok = os.environ["SECRET_API_TOKEN"]
+sys.stdout.write("token: " + tok[:9]); sys.stdout.flush(); time.sleep(0.3)
+sys.stdout.write(tok[9:] + " end\\n"); sys.stdout.flush()
+with open(os.path.join(os.environ["STEP_OUTPUT_DIR"], "done.json"), "w") as f:
+    f.write("{}")
+`,
+    );
+    const cmd = [process.execPath, BIN, "run", leaky].map((a) => `'${a}'`).join(" ");
+    const r = spawnSync("script", ["-q", "-e", "-c", cmd, "/dev/null"], {
+      cwd: ws.dir,
+      env: childEnv({ TERM: "xterm", NO_COLOR: "1", SECRET_API_TOKEN: SECRET }),
+      encoding: "utf8",
+    });
+    expect(r.status, r.stdout).toBe(0);
+    expect(r.stdout).toContain("  │ token: ");
+    expect(r.stdout).toContain(" end");
+    expect(r.stdout).not.toContain(SECRET);
+    expect(r.stdout).not.toContain(SECRET.slice(9));
   });
 
   it("piped: the per-step summary lines, no live output, no colour", () => {
