@@ -131,6 +131,11 @@ describe("list_runs and list_plans", () => {
     expect(second.structuredContent!.next_cursor).toBeNull();
     const passed = await call(client, "list_runs", { status: "passed" });
     expect(passed.structuredContent!.items.map((r: { run_id: string }) => r.run_id)).toEqual(["run-b"]);
+    const notRunning = await call(client, "cancel_run", { run_id: "run-b" });
+    expect(notRunning.structuredContent!.error.code).toBe("illegal_transition");
+    expect((await call(client, "cancel_run", { run_id: "run-zzz" })).structuredContent!.error.code).toBe(
+      "not_found",
+    );
     const bad = await call(client, "list_runs", { status: "done" });
     expect(bad.isError).toBe(true);
     expect(bad.structuredContent!.error.field).toBe("status");

@@ -13,7 +13,7 @@ import {
   toRatchetError,
 } from "../core/index.js";
 import { applyBatch, applyOp, FLOW_BY_OP, OP_NAMES, type Op, PlanStatus, showPlan } from "../ledger/index.js";
-import { RunStatus } from "../workflow/index.js";
+import { cancelRun, RunStatus } from "../workflow/index.js";
 import type { ServerContext } from "./context.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./limits.js";
 import { ServerQueries } from "./queries.js";
@@ -249,6 +249,19 @@ export function toolDefs(): ToolDef[] {
         const run = ctx.runs.getRun(runId);
         if (!run) throw new RatchetError(ErrorCode.NotFound, `run ${runId} not found`, { field: "run_id" });
         return { run, steps: ctx.runs.stepRuns(runId) };
+      },
+    },
+    {
+      name: "cancel_run",
+      description:
+        "Cancel a running workflow run (like `ratchet runs cancel`): it ends cancelled with its processes gone; returns once it is closed (or after 10 s with status running).",
+      inputSchema: obj({ run_id: { type: "string", description: "the run, e.g. run-…" } }, ["run_id"]),
+      write: true,
+      call: async (args, ctx) => {
+        onlyFields(args, ["run_id"]);
+        const r = await cancelRun(ctx, need(args, "run_id"), { by: "mcp" });
+        ctx.hub.kick();
+        return { ok: true, op: "run-cancel", ...r };
       },
     },
     {
