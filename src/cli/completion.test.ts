@@ -42,7 +42,7 @@ describe("ratchet completion", () => {
     const file = join(ws.dir, "ratchet.bash");
     writeFileSync(file, r.stdout);
     expect(bashComplete(file, "ratchet ru")).toEqual(["run", "runs", "runner"]);
-    expect(bashComplete(file, "ratchet runs ")).toEqual(["list", "show"]);
+    expect(bashComplete(file, "ratchet runs ")).toEqual(["list", "cancel", "show"]);
     expect(bashComplete(file, "ratchet runs list --st")).toEqual(["--status"]);
     expect(bashComplete(file, "ratchet metric ")).toEqual(["record", "list"]);
     expect(bashComplete(file, "ratchet metric list --p")).toEqual(["--plan", "--project"]);
