@@ -6,6 +6,7 @@ import { Command, CommanderError } from "commander";
 import { ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
 import { FLOWS } from "../ledger/index.js";
 import { initWorkspace, noteCommand, SqliteStore } from "../store/index.js";
+import { addCompletionCommands } from "./completion-commands.js";
 import { flowHelp } from "./flow-args.js";
 import { addGraphCommands } from "./graph-commands.js";
 import { err, guardStdio, out } from "./io.js";
@@ -171,6 +172,7 @@ function build(setStatus: (n: number) => void): Command {
   addServerCommands(program, act, globals);
   addThreadCommands(program, act, globals);
   addGraphCommands(program, act, globals);
+  addCompletionCommands(program, act, globals);
 
   return program;
 }
@@ -206,7 +208,8 @@ function addRunCommands(
       "--model <provider:model>",
       "model of direct/code_exec steps and sub-agents (default: RATCHET_MODEL, then config)",
     )
-    .option("--json", "machine-readable output")
+    .option("--json", "machine-readable output (the report only; no progress)")
+    .option("--quiet", "print nothing but errors (the exit status says how the run ended)")
     .addHelpText(
       "after",
       "\nExamples:\n  ratchet run examples/workflows/hello --group french --var names=Ada,Grace\n  ratchet run flows/sales.yaml --only fetch-orders,build-report --json",
@@ -218,9 +221,21 @@ function addRunCommands(
     .command("list")
     .description("runs, newest first (marks runs whose owner process died as interrupted)")
     .option("--workflow <id>", "only runs of this workflow id")
+    .option("--status <status>", "only runs in this status: running, passed, failed, interrupted, cancelled")
     .option("--limit <n>", "at most n runs (default 50)")
     .option("--json", "machine-readable output")
     .action(act(async (o: RunsListOpts) => (await rc()).cmdRunsList({ ...globals(), ...o })));
+  runs
+    .command("cancel <run_id>")
+    .description(
+      "cancel a running run: it ends cancelled with every process of it gone (the process running it exits 8)",
+    )
+    .option("--json", "machine-readable output")
+    .action(
+      act(async (id: string, o: { json?: boolean }) =>
+        (await rc()).cmdRunsCancel(id, { ...globals(), ...o }),
+      ),
+    );
   runs
     .command("show <run_id>")
     .description("a run and each step's mode, fast path, outcome, tokens, duration, exit code and error")

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { ErrorCode, RatchetError } from "../core/index.js";
 import { formatGuarantees, killAllRunning } from "../exec/index.js";
 import {
+  cancelRun,
   doctor,
   ExecutionMode,
   isOrchestrator,
@@ -16,6 +17,7 @@ import {
   PROMOTION_MIN_SUCCESSES,
   parseOnly,
   type RunReport,
+  RunStatus,
   RunStore,
   RunTrigger,
   recoverInterruptedRuns,
@@ -28,6 +30,7 @@ import {
 } from "../workflow/index.js";
 import { type CommandContext, type GlobalOptions, withContext } from "./context.js";
 import { err, out } from "./io.js";
+import { progressMode, progressPrinter } from "./run-progress.js";
 
 /** Names a workflow folder may hold its file under, in order of preference. */
 const WORKFLOW_FILES = ["workflow.yaml", "workflow.yml", "workflow.json"];
@@ -123,8 +126,10 @@ function stepLine(s: {
 async function execute(
   ctx: CommandContext,
   wf: Workflow,
-  opts: Parameters<typeof runWorkflow>[2] & { json?: boolean },
+  opts: Parameters<typeof runWorkflow>[2] & { json?: boolean; quiet?: boolean },
 ): Promise<RunReport> {
+  const mode = progressMode(process.stdout.isTTY === true, process.env);
+  const live = !opts.json && !opts.quiet && mode.live ? progressPrinter(mode, out) : undefined;
   const controller = new AbortController();
   const onSignal = (sig: NodeJS.Signals) => {
     err(`ratchet: ${sig} received: cancelling the run`);
@@ -137,12 +142,13 @@ async function execute(
       ...opts,
       signal: controller.signal,
       onStarted: (r) => {
-        if (opts.json) return;
+        if (opts.json || opts.quiet) return;
         out(`run ${r.run_id} of workflow ${wf.id} (plan ${r.plan_id})`);
         out(`write protection: ${r.write_protection.reason}`);
       },
       onProgress: (p) => {
-        if (!opts.json && p.kind === "step_finished") out(stepLine(p.step));
+        if (live) live(p);
+        else if (!opts.json && !opts.quiet && p.kind === "step_finished") out(stepLine(p.step));
       },
     });
   } finally {
@@ -172,8 +178,15 @@ async function modelStepsIfNeeded(
   return modelStepsFor(workspaceDir, flagModel);
 }
 
-function finish(report: RunReport, json: boolean | undefined): number {
+function finish(report: RunReport, json: boolean | undefined, quiet?: boolean): number {
   if (json) out(JSON.stringify(report, null, 2));
+  if (quiet && !json) {
+    // --quiet: nothing on stdout; a failure still names its steps on stderr.
+    if (report.status !== "passed")
+      for (const s of report.steps.filter((x) => x.outcome !== "passed"))
+        err(`ratchet: step ${s.step_id} (${s.outcome}): ${s.error ?? "(no error text)"}`);
+    return report.status === "passed" ? 0 : 8;
+  }
   for (const r of report.recovered)
     err(`ratchet: run ${r} was interrupted (its owner process is gone): marked interrupted`);
   const failed: StepReport[] = report.steps.filter((s) => s.outcome !== "passed");
@@ -194,6 +207,7 @@ export async function cmdRun(
     group?: string;
     only?: string[];
     json?: boolean;
+    quiet?: boolean;
     trigger?: string;
     stepTimeout?: string;
     model?: string;
@@ -214,8 +228,9 @@ export async function cmdRun(
       trigger,
       ...(timeout !== undefined ? { stepTimeoutSeconds: timeout } : {}),
       json: Boolean(opts.json),
+      quiet: Boolean(opts.quiet),
     });
-    return finish(report, opts.json);
+    return finish(report, opts.json, opts.quiet);
   });
 }
 
@@ -258,13 +273,24 @@ function parseLimit(v: string | undefined): number {
 }
 
 export async function cmdRunsList(
-  opts: GlobalOptions & { workflow?: string; json?: boolean; limit?: string },
+  opts: GlobalOptions & { workflow?: string; json?: boolean; limit?: string; status?: string },
 ): Promise<number> {
   const limit = parseLimit(opts.limit);
+  const statuses = Object.values(RunStatus) as string[];
+  if (opts.status !== undefined && !statuses.includes(opts.status))
+    throw new RatchetError(
+      ErrorCode.Usage,
+      `--status must be one of ${statuses.join(", ")} (got ${JSON.stringify(opts.status)})`,
+      { field: "status" },
+    );
   return withContext(opts, (ctx) => {
     const recovered = recoverInterruptedRuns(ctx);
     const runs = new RunStore(ctx.store);
-    const rows = runs.listRuns({ ...(opts.workflow ? { workflowId: opts.workflow } : {}), limit });
+    const rows = runs.listRuns({
+      ...(opts.workflow ? { workflowId: opts.workflow } : {}),
+      ...(opts.status ? { status: opts.status } : {}),
+      limit,
+    });
     for (const r of recovered) err(`ratchet: run ${r.run_id} marked interrupted: ${r.reason}`);
     if (opts.json) {
       out(JSON.stringify(rows, null, 2));
@@ -278,6 +304,24 @@ export async function cmdRunsList(
         `${r.run_id}  ${r.status}  ${r.workflow_id}  trigger=${r.trigger}${r.group_name ? `  group=${r.group_name}` : ""}  steps=${passed}/${steps.length} passed  ${r.started_at}`,
       );
     }
+    return 0;
+  });
+}
+
+/** `ratchet runs cancel <run_id>`: exit 0 once the run is cancelled; 3 unknown run; 4 not running. */
+export async function cmdRunsCancel(
+  runId: string,
+  opts: GlobalOptions & { json?: boolean },
+): Promise<number> {
+  return withContext(opts, async (ctx) => {
+    const r = await cancelRun(ctx, runId, { by: "cli" });
+    if (opts.json) out(JSON.stringify({ ok: true, op: "run-cancel", ...r }));
+    else
+      out(
+        r.status === RunStatus.Cancelled
+          ? `run ${runId} cancelled${r.how === "direct" ? " (its owner process was gone)" : ""}`
+          : `run ${runId}: cancel requested; its process has not closed it yet (status ${r.status})`,
+      );
     return 0;
   });
 }

@@ -4,7 +4,7 @@
  */
 import { resolve } from "node:path";
 import type { Hono } from "hono";
-import { ErrorCode, RatchetError } from "../core/index.js";
+import { ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
 import type { RouteGroup } from "../server/index.js";
 import { resolveWorkspace, SqliteStore } from "../store/index.js";
 import type { ThreadService } from "../threads/index.js";
@@ -74,6 +74,12 @@ async function threadRouteGroup(workspaceDir: string): Promise<RouteGroup> {
   };
 }
 
+/** The thread service of the MCP thread tools (loaded on first use: models and the bridge are heavy). */
+async function threadFactory(): Promise<(store: SqliteStore, workspaceDir: string) => ThreadService> {
+  const { threadServiceFor } = await import("./thread-commands.js");
+  return (store, workspaceDir) => threadServiceFor(store, workspaceDir);
+}
+
 /** `ratchet serve`. */
 export async function serve(opts: ServeOptions): Promise<number> {
   const port = parsePort(opts.port);
@@ -97,6 +103,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
     runnerDirs: (opts.runnerDir ?? []).map((d) => resolve(d)),
     workflows: (opts.workflow ?? []).map((w) => resolve(w)),
     extraRoutes: [threadRoutes],
+    threads: await threadFactory(),
     ...(opts.quiet ? {} : { log: (line: string) => err(`ratchet serve: ${line}`) }),
   }).catch((e: NodeJS.ErrnoException) => {
     if (e.code === "EADDRINUSE" || e.code === "EACCES" || e.code === "EADDRNOTAVAIL")
@@ -124,23 +131,47 @@ export async function serve(opts: ServeOptions): Promise<number> {
   return 0;
 }
 
-/** `ratchet mcp`: the same MCP tools over stdio, until stdin closes or a signal. */
+/**
+ * `ratchet mcp`: the same MCP tools over stdio, until stdin closes or a signal. Launched outside a
+ * workspace (no `.ratchet` up from the folder, no `--db`/`RATCHET_DB`) it still starts and answers
+ * `initialize` and the lists, and every tool call is a tool error naming the problem: a client that
+ * launches servers shows that message instead of "Connection closed".
+ */
 export async function mcpStdio(
   opts: GlobalOptions & { readOnly?: boolean; runnerDir?: string[]; workflow?: string[] },
 ): Promise<number> {
-  const workspace = workspaceOf(opts);
   const [{ openServerContext, createMcpServer, strictStdin }, { StdioServerTransport }] = await Promise.all([
     import("../server/index.js"),
     import("@modelcontextprotocol/sdk/server/stdio.js"),
   ]);
-  const ctx = openServerContext({
-    workspace,
-    runnerDirs: (opts.runnerDir ?? []).map((d) => resolve(d)),
-    workflows: (opts.workflow ?? []).map((w) => resolve(w)),
-  });
+  let ctx: ReturnType<typeof openServerContext> | undefined;
+  let unavailable: RatchetError | undefined;
+  try {
+    ctx = openServerContext({
+      workspace: workspaceOf(opts),
+      threads: await threadFactory(),
+      runnerDirs: (opts.runnerDir ?? []).map((d) => resolve(d)),
+      workflows: (opts.workflow ?? []).map((w) => resolve(w)),
+    });
+  } catch (e) {
+    const cause = toRatchetError(e);
+    unavailable =
+      cause.code === ErrorCode.WorkspaceNotFound
+        ? new RatchetError(
+            ErrorCode.WorkspaceNotFound,
+            `no Ratchet workspace found from ${process.cwd()}; run \`ratchet init\` or set RATCHET_DB`,
+            { cwd: process.cwd() },
+          )
+        : cause;
+    err(`ratchet mcp: ${unavailable.message} (every tool call answers with this error)`);
+  }
+  const context = () => {
+    if (ctx) return ctx;
+    throw unavailable as RatchetError;
+  };
   // Arguments are checked on the raw lines (the SDK's parser drops a __proto__ key silently).
   const refusals = new Map<string | number, RatchetError>();
-  const server = createMcpServer(ctx, { readOnly: opts.readOnly === true, refusals });
+  const server = createMcpServer(context, { readOnly: opts.readOnly === true, refusals });
   const closed = new Promise<void>((res) => {
     server.onclose = () => res();
   });
@@ -151,6 +182,6 @@ export async function mcpStdio(
     new Promise<void>((res) => process.stdin.once("end", () => res())),
   ]);
   await server.close();
-  ctx.close();
+  ctx?.close();
   return 0;
 }

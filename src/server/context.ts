@@ -3,8 +3,10 @@
  * hub, and the folders the server may read runner tasks and workflows from. Built once per server.
  */
 import { dirname } from "node:path";
+import { ErrorCode, RatchetError } from "../core/index.js";
 import { Ledger } from "../ledger/index.js";
 import { BlobStore, SqliteStore, type Workspace } from "../store/index.js";
+import type { ThreadService } from "../threads/index.js";
 import { RunStore } from "../workflow/index.js";
 import { EventHub } from "./event-hub.js";
 
@@ -15,6 +17,11 @@ export interface ServerContextOptions {
   runnerDirs?: readonly string[];
   /** Workflow files or folders the server shows besides those found in the run tables. */
   workflows?: readonly string[];
+  /**
+   * Builds the thread service over the server's store (called once, on first use: the MCP thread
+   * tools). Default: none, and those tools answer `not_found` naming threads.
+   */
+  threads?: (store: SqliteStore, workspaceDir: string) => ThreadService;
 }
 
 export interface ServerContext {
@@ -28,6 +35,8 @@ export interface ServerContext {
   workflows: readonly string[];
   /** Runs started through this server, cancelled when it closes. */
   active: Set<AbortController>;
+  /** The thread service. @throws `not_found` when the server was started without one. */
+  threads(): ThreadService;
   close(): void;
 }
 
@@ -37,6 +46,7 @@ export function openServerContext(opts: ServerContextOptions): ServerContext {
   const ledger = new Ledger({ store, blobs });
   const hub = new EventHub(store, dirname(opts.workspace.dbPath));
   const active = new Set<AbortController>();
+  let threads: ThreadService | undefined;
   return {
     workspace: opts.workspace,
     store,
@@ -47,6 +57,14 @@ export function openServerContext(opts: ServerContextOptions): ServerContext {
     runnerDirs: opts.runnerDirs ?? [],
     workflows: opts.workflows ?? [],
     active,
+    threads() {
+      if (!opts.threads)
+        throw new RatchetError(ErrorCode.NotFound, "this server was started without threads", {
+          field: "thread_id",
+        });
+      threads ??= opts.threads(store, opts.workspace.dir);
+      return threads;
+    },
     close() {
       for (const a of active) a.abort();
       hub.close();

@@ -159,3 +159,16 @@ export function oneOfParam<T extends string>(
     );
   return raw as T;
 }
+
+/**
+ * An optional text parameter (a query value, or an MCP argument that must be a string): empty is
+ * absent. @throws `usage` naming it when it is not a string.
+ */
+export function stringParam(name: string, raw: unknown): string | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  if (typeof raw !== "string")
+    throw new RatchetError(ErrorCode.Usage, `${name} must be a string (got ${JSON.stringify(raw)})`, {
+      field: name,
+    });
+  return raw;
+}

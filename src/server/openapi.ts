@@ -86,6 +86,18 @@ export function openApiDocument(extraPaths: Record<string, unknown> = {}): Recor
     "/api/runs/{runId}": get("a run with each step's mode, fast path, outcome, tokens, duration, error", [
       p("runId"),
     ]),
+    "/api/runs/{runId}/cancel": {
+      post: {
+        summary:
+          "cancel a running run: it ends cancelled with its processes gone (replies once closed, or after 10 s with status running)",
+        security: [{ bearer: [] }],
+        parameters: [p("runId")],
+        responses: {
+          200: { description: "cancelled (or requested)", content: json({ type: "object" }) },
+          ...errors(401, 403, 404, 409),
+        },
+      },
+    },
     "/api/workflows": get("workflows known from the run tables and --workflow"),
     "/api/workflows/{workflowId}": get("a workflow's steps: mode, saved script, streak, evidence", [
       p("workflowId"),

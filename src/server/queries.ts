@@ -42,15 +42,28 @@ export class ServerQueries {
     }) as WorkflowRunRow[];
   }
 
-  /** Metrics, newest first, optionally of one name or plan, after the cursor id. */
-  metrics(q: { name?: string; planId?: string; beforeId?: number; limit: number }): MetricRow[] {
+  /** Metrics, newest first, optionally of one name, plan or project, after the cursor id. */
+  metrics(q: {
+    name?: string;
+    planId?: string;
+    project?: string;
+    beforeId?: number;
+    limit: number;
+  }): MetricRow[] {
     const where: string[] = [];
     if (q.name !== undefined) where.push("name = @name");
+    if (q.project !== undefined) where.push("project = @project");
     if (q.planId !== undefined) where.push("plan_id = @planId");
     if (q.beforeId !== undefined) where.push("id < @beforeId");
     return this.#sql(
       `SELECT * FROM metrics ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT @limit`,
-    ).all({ name: q.name, planId: q.planId, beforeId: q.beforeId, limit: q.limit }) as MetricRow[];
+    ).all({
+      name: q.name,
+      planId: q.planId,
+      project: q.project,
+      beforeId: q.beforeId,
+      limit: q.limit,
+    }) as MetricRow[];
   }
 
   /**

@@ -10,7 +10,7 @@ import { bindHostName } from "../core/index.js";
 import type { Workspace } from "../store/index.js";
 import { createServerApp, type RouteGroup, type ServerApp } from "./app.js";
 import { loadServerConfig } from "./config.js";
-import { openServerContext, type ServerContext } from "./context.js";
+import { openServerContext, type ServerContext, type ServerContextOptions } from "./context.js";
 import { DEFAULT_HOST, DEFAULT_PORT, TOKEN_BYTES } from "./limits.js";
 
 /** Options of {@link startServer}. Only `workspace` is required. */
@@ -26,6 +26,8 @@ export interface StartServerOptions {
   readOnly?: boolean;
   runnerDirs?: readonly string[];
   workflows?: readonly string[];
+  /** The thread service's factory (the MCP thread tools). Default: none. */
+  threads?: ServerContextOptions["threads"];
   extraRoutes?: readonly RouteGroup[];
   log?: (line: string) => void;
   /**
@@ -61,6 +63,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
     workspace: opts.workspace,
     ...(opts.runnerDirs ? { runnerDirs: opts.runnerDirs } : {}),
     ...(opts.workflows ? { workflows: opts.workflows } : {}),
+    ...(opts.threads ? { threads: opts.threads } : {}),
   });
   let boundPort: number | undefined;
   const bindName = bindHostName(host);

@@ -94,6 +94,8 @@ export interface LearnedStepInput {
   readPolicy?: { readRoots: readonly string[]; secretDirs: readonly string[] };
   redactor: Redactor;
   signal?: AbortSignal;
+  /** The script's output as it arrives (already redacted), for live progress. Default: none. */
+  onOutput?: (text: string, stream: "stdout" | "stderr") => void;
   runner?: ProcessRunner;
   clock?: Clock;
   /** Static review (default: `reviewScript` of `review/`). */
@@ -367,6 +369,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
       ? `[write protection: none — ${input.sandbox.reason}; static review only]`
       : `[write protection: ${wrapped.protection}]`;
 
+  const live = input.onOutput ? liveLines(input.onOutput, (t) => redactor.redact(t)) : undefined;
   const started = clock.now();
   // Our own signal too: when the caller's work during the run fails, the script is stopped before
   // the error goes up (nothing keeps running unrecorded).
@@ -380,6 +383,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     timeoutMs: wrapped.runnerTimeoutMs,
     maxCaptureBytes: STEP_MAX_CAPTURE_BYTES,
     signal,
+    ...(live ? { onOutput: live.push } : {}),
   });
   try {
     input.whileRunning?.();
@@ -390,6 +394,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     throw e;
   }
   const raw: RunResult = await running;
+  live?.flush();
   dropTmp();
   // The launcher's own time limit (v2) ends the script with exit 124 and its one line.
   const r: RunResult = launcherTimedOut(wrapped, raw.exitCode, raw.stderr) ? { ...raw, timedOut: true } : raw;
@@ -478,6 +483,42 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   if (input.deferMetadata) result.recordMetadata = record;
   else record();
   return result;
+}
+
+/** Largest partial line held back for live output before it is passed on anyway. */
+const LIVE_MAX_PENDING = 64 * 1024;
+
+/**
+ * Live output passed on in whole lines, each redacted (a secret split across two chunks is still
+ * caught); `flush` passes on what is left once the process ended.
+ */
+function liveLines(
+  emit: (text: string, stream: "stdout" | "stderr") => void,
+  redact: (text: string) => string,
+): { push: (chunk: Buffer, stream: "stdout" | "stderr") => void; flush: () => void } {
+  const pending = { stdout: "", stderr: "" };
+  const pass = (text: string, stream: "stdout" | "stderr") => {
+    if (text !== "") emit(redact(text), stream);
+  };
+  return {
+    push(chunk, stream) {
+      const text = pending[stream] + chunk.toString("utf8");
+      const nl = text.lastIndexOf("\n");
+      if (nl === -1 && text.length < LIVE_MAX_PENDING) {
+        pending[stream] = text;
+        return;
+      }
+      const cut = nl === -1 ? text.length : nl + 1;
+      pending[stream] = text.slice(cut);
+      pass(text.slice(0, cut), stream);
+    },
+    flush() {
+      for (const stream of ["stdout", "stderr"] as const) {
+        pass(pending[stream], stream);
+        pending[stream] = "";
+      }
+    },
+  };
 }
 
 /** Whether a saved script folder exists for a step (used to choose which sandboxes to probe). */

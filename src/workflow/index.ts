@@ -3,6 +3,8 @@
  * learned-script metadata, variables and secrets, and where a workflow keeps its files.
  */
 
+export type { CancelResult } from "./cancel.js";
+export { cancelRun } from "./cancel.js";
 // Runs (the fast path, run tables, write scope, promotion).
 export type { ModeChange } from "./config-edit.js";
 export { editStepMode, modeFields, writeStepMode } from "./config-edit.js";

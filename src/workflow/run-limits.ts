@@ -31,3 +31,9 @@ export const PROMOTION_MIN_SUCCESSES = 10;
  * log. Beyond it the count of the lines left out is noted.
  */
 export const BRIDGE_LOG_MAX_LINES = 500;
+
+/** How often a running run looks for a cancel request in the store (`ratchet runs cancel`). */
+export const CANCEL_POLL_MS = 200;
+
+/** How long `runs cancel` waits for the running process to close a cancelled run. */
+export const CANCEL_WAIT_MS = 10_000;

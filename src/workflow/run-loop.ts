@@ -188,6 +188,12 @@ async function runLearnedScript(
     ...stepInput(run, step, dirs),
     review: run.review,
     deferMetadata: true,
+    ...(run.opts.onProgress
+      ? {
+          onOutput: (text: string, stream: "stdout" | "stderr") =>
+            run.opts.onProgress?.({ kind: "step_output", step_id: step.id, stream, text }),
+        }
+      : {}),
     whileRunning: () => {
       start();
       run.deferred.flush();

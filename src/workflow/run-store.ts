@@ -18,6 +18,12 @@ export const RunStatus = {
   Failed: "failed",
   /** The owner process died mid-run (found by the next `run` / `runs list` / `runs show`). */
   Interrupted: "interrupted",
+  /**
+   * Stopped on request (`ratchet runs cancel`, `POST /api/runs/{id}/cancel`): the running process
+   * killed its script's process group and closed the run, or — its owner being dead — the request
+   * closed it directly.
+   */
+  Cancelled: "cancelled",
 } as const;
 export type RunStatus = (typeof RunStatus)[keyof typeof RunStatus];
 
@@ -191,9 +197,13 @@ export class RunStore {
 
   /**
    * Closes a run: `passed` or `failed` with `run.finished`; `interrupted` (cancelled by a signal)
-   * with `run.interrupted`.
+   * with `run.interrupted`; `cancelled` (on request) with `run.cancelled`.
    */
-  finishRun(runId: string, status: "passed" | "failed" | "interrupted", error: string | null): void {
+  finishRun(
+    runId: string,
+    status: "passed" | "failed" | "interrupted" | "cancelled",
+    error: string | null,
+  ): void {
     this.store.tx(() => {
       const run = this.requireRun(runId);
       this.#sql("UPDATE workflow_runs SET status = ?, finished_at = ?, error = ? WHERE run_id = ?").run(
@@ -202,7 +212,13 @@ export class RunStore {
         error,
         runId,
       );
-      this.#event(run, status === "interrupted" ? "run.interrupted" : "run.finished", { status, error });
+      const type =
+        status === "interrupted"
+          ? "run.interrupted"
+          : status === "cancelled"
+            ? "run.cancelled"
+            : "run.finished";
+      this.#event(run, type, { status, error });
     });
   }
 
@@ -212,6 +228,41 @@ export class RunStore {
    * Call inside the transaction that also fails the ledger steps.
    */
   markInterrupted(runId: string, reason: string): string[] {
+    return this.#markEnded(runId, RunStatus.Interrupted, reason);
+  }
+
+  /** Like {@link markInterrupted}, status `cancelled` with `run.cancelled` (a cancel of a dead owner's run). */
+  markCancelled(runId: string, reason: string): string[] {
+    return this.#markEnded(runId, RunStatus.Cancelled, reason);
+  }
+
+  /**
+   * Records a cancel request of a `running` run (`run.cancel_requested`); the process executing it
+   * polls {@link cancelRequested}. Returns false when the run is not running.
+   */
+  requestCancel(runId: string, by: string): boolean {
+    return this.store.tx(() => {
+      const run = this.requireRun(runId);
+      if (run.status !== RunStatus.Running) return false;
+      this.#event(run, "run.cancel_requested", { by });
+      return true;
+    });
+  }
+
+  /** Whether a cancel of the run was requested (reads the run's plan's events along `events_plan`). */
+  cancelRequested(run: Pick<WorkflowRunRow, "run_id" | "plan_id">): boolean {
+    const row =
+      run.plan_id === null
+        ? this.#sql(
+            "SELECT 1 FROM events WHERE entity_kind = 'run' AND entity_id = ? AND type = 'run.cancel_requested' LIMIT 1",
+          ).get(run.run_id)
+        : this.#sql(
+            "SELECT 1 FROM events WHERE plan_id = ? AND entity_kind = 'run' AND entity_id = ? AND type = 'run.cancel_requested' LIMIT 1",
+          ).get(run.plan_id, run.run_id);
+    return row !== undefined;
+  }
+
+  #markEnded(runId: string, status: "interrupted" | "cancelled", reason: string): string[] {
     return this.store.tx(() => {
       const run = this.requireRun(runId);
       if (run.status !== RunStatus.Running) return [];
@@ -224,10 +275,16 @@ export class RunStore {
       this.#sql(
         "UPDATE workflow_step_runs SET outcome = 'skipped', error = ?, finished_at = ? WHERE run_id = ? AND outcome IS NULL",
       ).run(`not started: ${reason}`, now, runId);
-      this.#sql(
-        "UPDATE workflow_runs SET status = 'interrupted', finished_at = ?, error = ? WHERE run_id = ?",
-      ).run(now, reason, runId);
-      this.#event(run, "run.interrupted", { reason, running_steps: running });
+      this.#sql("UPDATE workflow_runs SET status = ?, finished_at = ?, error = ? WHERE run_id = ?").run(
+        status,
+        now,
+        reason,
+        runId,
+      );
+      this.#event(run, status === "cancelled" ? "run.cancelled" : "run.interrupted", {
+        reason,
+        running_steps: running,
+      });
       return running;
     });
   }

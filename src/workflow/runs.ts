@@ -11,7 +11,7 @@ import { recoverInterruptedRuns } from "./interrupt.js";
 import { newRunId, workflowHome } from "./layout.js";
 import type { ModelStepRunner, OrchestratorContext } from "./model-step.js";
 import { RunBridge } from "./run-bridge.js";
-import { DEFAULT_STEP_TIMEOUT_SECONDS, LEASE_MARGIN_SECONDS } from "./run-limits.js";
+import { CANCEL_POLL_MS, DEFAULT_STEP_TIMEOUT_SECONDS, LEASE_MARGIN_SECONDS } from "./run-limits.js";
 import { type RunState, runSteps } from "./run-loop.js";
 import { DeferredMetadata, NextStep } from "./run-overlap.js";
 import {
@@ -23,7 +23,7 @@ import {
   selectRun,
 } from "./run-report.js";
 import { prepareRunSetup, type RunSetup } from "./run-setup.js";
-import { type RunStatus, type RunStepOutcome, RunStore } from "./run-store.js";
+import { RunStatus, type RunStepOutcome, RunStore } from "./run-store.js";
 import type { ExecutionMode, Workflow } from "./types.js";
 
 /** How a run was started. */
@@ -69,7 +69,7 @@ export interface RunWorkflowOptions {
   bridge?: BridgeEndpoint;
   /** Tools of the run's own bridge. Default: the workspace's `.ratchet/config.json` (missing: no tools). */
   bridgeConfig?: BridgeConfig;
-  /** Called when a step starts and when it finishes (the CLI prints progress). */
+  /** Called when a step starts, as its script prints, and when it finishes (the CLI prints progress). */
   onProgress?: (p: RunProgress) => void;
   /**
    * Runs `direct` / `code_exec` steps and serves orchestrators' `call_sub_agent` (the Builder
@@ -82,7 +82,9 @@ export interface RunWorkflowOptions {
 
 export type RunProgress =
   | { kind: "step_started"; step_id: string; mode: ExecutionMode }
-  | { kind: "step_finished"; step: StepReport };
+  | { kind: "step_finished"; step: StepReport }
+  /** A learned script's output as it arrives (redacted; a chunk, not always whole lines). */
+  | { kind: "step_output"; step_id: string; stream: "stdout" | "stderr"; text: string };
 
 export interface StepReport {
   step_id: string;
@@ -142,10 +144,32 @@ export async function runWorkflow(
     stepTimeoutSeconds: opts.stepTimeoutSeconds,
   });
   const recovered = recoverInterruptedRuns(ctx).map((r) => r.run_id);
-  const run = openRun(ctx, wf, sel, setup, { ...opts, env });
+  // A cancel request recorded in the store (by any process) aborts the run like the caller's signal.
+  const cancel = new AbortController();
+  const signal = opts.signal ? AbortSignal.any([opts.signal, cancel.signal]) : cancel.signal;
+  const run = openRun(ctx, wf, sel, setup, { ...opts, env, signal });
+  const poll = setInterval(() => {
+    try {
+      if (run.runs.cancelRequested({ run_id: run.runId, plan_id: run.planId })) {
+        clearInterval(poll);
+        cancel.abort();
+      }
+    } catch {
+      // the store is busy or closing: the next tick looks again
+    }
+  }, CANCEL_POLL_MS);
+  poll.unref();
   opts.onStarted?.({ run_id: run.runId, plan_id: run.planId, write_protection: setup.sandbox });
-  await runSteps(run);
-  const { status, error } = runEnding(run.reports, run.cancelled);
+  try {
+    await runSteps(run);
+  } finally {
+    clearInterval(poll);
+  }
+  const requested = cancel.signal.aborted;
+  const ending = runEnding(run.reports, run.cancelled);
+  const { status, error } = requested
+    ? { status: RunStatus.Cancelled, error: "the run was cancelled on request (ratchet runs cancel)" }
+    : ending;
   run.runs.finishRun(run.runId, status, error);
   return {
     run_id: run.runId,

@@ -5,8 +5,19 @@
  */
 import { ErrorCode, RatchetError } from "../../core/index.js";
 import { applyBatch, applyOp, OP_NAMES, type Op, PlanStatus, showPlan } from "../../ledger/index.js";
+import type { PlanRow } from "../../store/index.js";
 import type { RouteGroup } from "../app.js";
-import { decodeCursor, oneOfParam, page, pageSize, readJsonBody, statusOf } from "../http.js";
+import type { ServerContext } from "../context.js";
+import {
+  decodeCursor,
+  oneOfParam,
+  type Page,
+  page,
+  pageSize,
+  readJsonBody,
+  statusOf,
+  stringParam,
+} from "../http.js";
 import { ServerQueries } from "../queries.js";
 
 const PLAN_STATUSES = Object.values(PlanStatus);
@@ -24,22 +35,37 @@ export function planListFilter(raw: { limit?: unknown; status?: unknown }): {
   return { limit, ...(status ? { status } : {}) };
 }
 
+/**
+ * One page of plans, newest first, from `GET /api/plans`'s query or the MCP `list_plans` arguments
+ * (`limit`, `status`, `kind`, `cursor`): one rule for both.
+ * @throws `usage` naming `limit`, `status`, `kind` or `cursor`.
+ */
+export function plansPage(
+  store: ServerContext["store"],
+  raw: { limit?: unknown; status?: unknown; kind?: unknown; cursor?: unknown },
+): Page<PlanRow> {
+  const { limit, status } = planListFilter(raw);
+  const kind = stringParam("kind", raw.kind);
+  const cur = decodeCursor(stringParam("cursor", raw.cursor), 2);
+  const rows = store.listPlans({
+    limit: limit + 1,
+    ...(status ? { status } : {}),
+    ...(kind ? { kind } : {}),
+    ...(cur ? { before: { created_at: String(cur[0]), plan_id: String(cur[1]) } } : {}),
+  });
+  return page(rows, limit, (p) => [p.created_at, p.plan_id]);
+}
+
 export const ledgerRoutes: RouteGroup = (app, { ctx, write }) => {
   const q = new ServerQueries(ctx.store);
 
   app.get("/api/health", (c) => c.json({ ok: true, last_event_id: ctx.store.lastEventId() }));
 
   app.get("/api/plans", (c) => {
-    const { limit, status } = planListFilter({ limit: c.req.query("limit"), status: c.req.query("status") });
-    const kind = c.req.query("kind") || undefined;
-    const cur = decodeCursor(c.req.query("cursor"), 2);
-    const rows = ctx.store.listPlans({
-      limit: limit + 1,
-      ...(status ? { status } : {}),
-      ...(kind ? { kind } : {}),
-      ...(cur ? { before: { created_at: String(cur[0]), plan_id: String(cur[1]) } } : {}),
-    });
-    return c.json(page(rows, limit, (p) => [p.created_at, p.plan_id]));
+    const q = (k: string) => c.req.query(k);
+    return c.json(
+      plansPage(ctx.store, { limit: q("limit"), status: q("status"), kind: q("kind"), cursor: q("cursor") }),
+    );
   });
 
   app.get("/api/plans/:planId", (c) => {

@@ -5,14 +5,23 @@
  * The body is read here, strictly (UTF-8, JSON), and the arguments of every `tools/call` are checked
  * for `__proto__`/`constructor`/`prototype` keys on the raw JSON: the SDK's own parser silently
  * drops a `__proto__` key, so the tool would otherwise run without it instead of refusing.
+ *
+ * Stateless means no server-to-client stream and no session to end: `GET /mcp` and `DELETE /mcp`
+ * answer 405 with `Allow: POST, OPTIONS` (the spec's signal that makes a client stop opening the
+ * SSE stream, instead of reconnecting every second). `OPTIONS /mcp` is a CORS preflight: it is
+ * answered with CORS headers only for an origin the host guard let through (this server's own
+ * loopback origin, or a `server.allowed_hosts` name), echoed exactly, never `*`; a foreign origin
+ * was already refused with 403 by the guard.
  */
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { decodeUtf8Strict, type RatchetError } from "../../core/index.js";
 import type { RouteGroup } from "../app.js";
 import { replyCode, ServerErrorCode } from "../http.js";
 import { MAX_BODY_BYTES } from "../limits.js";
-import { argumentRefusals, createMcpServer } from "../mcp-tools.js";
+import { createMcpServer } from "../mcp-server.js";
+import { argumentRefusals } from "../mcp-tools.js";
 
 // The body is read here, not by the transport, so its 4 MiB bound is applied here too.
 const limit = bodyLimit({
@@ -21,20 +30,70 @@ const limit = bodyLimit({
     replyCode(c, ServerErrorCode.TooLarge, `the body is larger than ${MAX_BODY_BYTES} bytes`, "body"),
 });
 
+/** Request headers a browser MCP client sends on `POST /mcp`. */
+const CORS_ALLOW_HEADERS =
+  "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id";
+/** Response headers a browser MCP client may read. */
+const CORS_EXPOSE_HEADERS = "mcp-session-id, mcp-protocol-version";
+const ALLOW = "POST, OPTIONS";
+
+/**
+ * CORS headers for `origin`; the host guard before every route has already refused an origin that
+ * is not this server's, so a present origin here is an allowed one. None without an `Origin`.
+ */
+function corsHeaders(origin: string | undefined): Record<string, string> {
+  if (!origin) return {};
+  return {
+    "access-control-allow-origin": origin,
+    "access-control-allow-credentials": "true",
+    "access-control-expose-headers": CORS_EXPOSE_HEADERS,
+    vary: "Origin",
+  };
+}
+
 export const mcpRoutes: RouteGroup = (app, { ctx, auth, readOnly }) => {
-  app.all("/mcp", auth, limit, async (c) => {
+  // A preflight carries no credentials: answered before the token check.
+  app.options("/mcp", (c) => {
+    const origin = c.req.header("origin");
+    return c.body(null, 204, {
+      allow: ALLOW,
+      ...corsHeaders(origin),
+      ...(origin
+        ? {
+            "access-control-allow-methods": ALLOW,
+            "access-control-allow-headers": CORS_ALLOW_HEADERS,
+            "access-control-max-age": "600",
+          }
+        : {}),
+    });
+  });
+  const notAllowed = (c: Context) =>
+    c.json(
+      {
+        ok: false,
+        error: {
+          code: "method_not_allowed",
+          message: `${c.req.method} /mcp: this MCP server is stateless (no event stream, no session); send JSON-RPC with POST`,
+        },
+      },
+      405,
+      { allow: ALLOW, ...corsHeaders(c.req.header("origin")) },
+    );
+  app.get("/mcp", notAllowed);
+  app.delete("/mcp", notAllowed);
+  app.on(["PUT", "PATCH"], "/mcp", notAllowed);
+
+  app.post("/mcp", auth, limit, async (c) => {
     let parsedBody: unknown;
     let refusals = new Map<string | number, RatchetError>();
     let request = c.req.raw;
-    if (c.req.method === "POST") {
-      const text = decodeUtf8Strict(new Uint8Array(await c.req.arrayBuffer()), "the request body", "body");
-      try {
-        parsedBody = JSON.parse(text) as unknown;
-        refusals = argumentRefusals(parsedBody);
-      } catch {
-        // Not JSON: the transport answers with its JSON-RPC parse error.
-        request = new Request(c.req.raw.url, { method: "POST", headers: c.req.raw.headers, body: text });
-      }
+    const text = decodeUtf8Strict(new Uint8Array(await c.req.arrayBuffer()), "the request body", "body");
+    try {
+      parsedBody = JSON.parse(text) as unknown;
+      refusals = argumentRefusals(parsedBody);
+    } catch {
+      // Not JSON: the transport answers with its JSON-RPC parse error.
+      request = new Request(c.req.raw.url, { method: "POST", headers: c.req.raw.headers, body: text });
     }
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
@@ -43,7 +102,12 @@ export const mcpRoutes: RouteGroup = (app, { ctx, auth, readOnly }) => {
     const server = createMcpServer(ctx, { readOnly, refusals });
     await server.connect(transport);
     try {
-      return await transport.handleRequest(request, parsedBody !== undefined ? { parsedBody } : undefined);
+      const res = await transport.handleRequest(
+        request,
+        parsedBody !== undefined ? { parsedBody } : undefined,
+      );
+      for (const [k, v] of Object.entries(corsHeaders(c.req.header("origin")))) res.headers.set(k, v);
+      return res;
     } finally {
       await server.close();
     }

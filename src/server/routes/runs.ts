@@ -12,10 +12,17 @@ import {
   MAX_TEXT_CHARS,
   RatchetError,
 } from "../../core/index.js";
-import { MAX_STEP_TIMEOUT_SECONDS, RunStatus, RunTrigger, runWorkflow } from "../../workflow/index.js";
+import {
+  cancelRun,
+  MAX_STEP_TIMEOUT_SECONDS,
+  RunStatus,
+  RunTrigger,
+  runWorkflow,
+  type WorkflowRunRow,
+} from "../../workflow/index.js";
 import type { RouteGroup } from "../app.js";
 import type { ServerContext } from "../context.js";
-import { decodeCursor, oneOfParam, page, pageSize, readJsonBody } from "../http.js";
+import { decodeCursor, oneOfParam, type Page, page, pageSize, readJsonBody, stringParam } from "../http.js";
 import { ServerQueries } from "../queries.js";
 import { openWorkflowAt } from "../workflow-files.js";
 
@@ -47,8 +54,13 @@ export const START_RUN_SCHEMA: Record<string, unknown> = {
     },
     group: { type: "string", description: "a variable group of the workflow" },
     only: { type: "array", items: { type: "string" }, description: "only these steps" },
-    trigger: { type: "string", enum: [...TRIGGERS] },
-    step_timeout_seconds: { type: "integer", minimum: 1, maximum: MAX_STEP_TIMEOUT_SECONDS },
+    trigger: { type: "string", enum: [...TRIGGERS], description: "how the run was started (default manual)" },
+    step_timeout_seconds: {
+      type: "integer",
+      minimum: 1,
+      maximum: MAX_STEP_TIMEOUT_SECONDS,
+      description: "time limit of each script in seconds (default 600)",
+    },
   },
   required: ["workflow"],
   additionalProperties: false,
@@ -130,7 +142,9 @@ export async function startRun(
         ctx.hub.kick();
         resolveStarted(started);
       },
-      onProgress: () => ctx.hub.kick(),
+      onProgress: (p) => {
+        if (p.kind !== "step_output") ctx.hub.kick();
+      },
     })
       .then(() => ctx.hub.kick())
       .catch(rejectStarted)
@@ -139,21 +153,41 @@ export async function startRun(
   return { run_id: r.run_id, plan_id: r.plan_id, workflow_id: wf.id };
 }
 
+/**
+ * One page of runs, newest first, from `GET /api/runs`'s query or the MCP `list_runs` arguments
+ * (`limit`, `status`, `workflow_id`, `cursor`): one rule for both.
+ * @throws `usage` naming `limit`, `status`, `workflow_id` or `cursor`.
+ */
+export function runsPage(
+  q: ServerQueries,
+  raw: { limit?: unknown; status?: unknown; workflow_id?: unknown; cursor?: unknown },
+): Page<WorkflowRunRow> {
+  const limit = pageSize(raw.limit);
+  const status = oneOfParam("status", raw.status, Object.values(RunStatus));
+  const workflowId = stringParam("workflow_id", raw.workflow_id);
+  const cur = decodeCursor(stringParam("cursor", raw.cursor), 2);
+  const rows = q.runs({
+    limit: limit + 1,
+    ...(status ? { status } : {}),
+    ...(workflowId ? { workflowId } : {}),
+    ...(cur ? { before: { started_at: String(cur[0]), run_id: String(cur[1]) } } : {}),
+  });
+  return page(rows, limit, (r) => [r.started_at, r.run_id]);
+}
+
 export const runRoutes: RouteGroup = (app, { ctx, write }) => {
   const q = new ServerQueries(ctx.store);
 
   app.get("/api/runs", (c) => {
-    const limit = pageSize(c.req.query("limit"));
-    const status = oneOfParam("status", c.req.query("status"), Object.values(RunStatus));
-    const workflowId = c.req.query("workflow_id") || undefined;
-    const cur = decodeCursor(c.req.query("cursor"), 2);
-    const rows = q.runs({
-      limit: limit + 1,
-      ...(status ? { status } : {}),
-      ...(workflowId ? { workflowId } : {}),
-      ...(cur ? { before: { started_at: String(cur[0]), run_id: String(cur[1]) } } : {}),
-    });
-    return c.json(page(rows, limit, (r) => [r.started_at, r.run_id]));
+    const v = (k: string) => c.req.query(k);
+    return c.json(
+      runsPage(q, {
+        limit: v("limit"),
+        status: v("status"),
+        workflow_id: v("workflow_id"),
+        cursor: v("cursor"),
+      }),
+    );
   });
 
   app.get("/api/runs/:runId", (c) => {
@@ -161,6 +195,14 @@ export const runRoutes: RouteGroup = (app, { ctx, write }) => {
     const run = ctx.runs.getRun(runId);
     if (!run) throw new RatchetError(ErrorCode.NotFound, `run ${runId} not found`, { field: "run_id" });
     return c.json({ run, steps: ctx.runs.stepRuns(runId) });
+  });
+
+  // Cancel: the run ends `cancelled` with its processes gone (see workflow/cancel.ts); the reply
+  // comes once it is closed, or after a bounded wait with status `running` and how `requested`.
+  app.post("/api/runs/:runId/cancel", write, async (c) => {
+    const r = await cancelRun(ctx, c.req.param("runId"), { by: "http" });
+    ctx.hub.kick();
+    return c.json({ ok: true, op: "run-cancel", ...r });
   });
 
   app.post("/api/runs", write, async (c) => {

@@ -45,7 +45,8 @@ export function readListedFile(dir: string, name: string, what: string): string 
   return readFileSync(real, "utf8");
 }
 
-function findWorkflow(ctx: ServerContext, q: ServerQueries, id: string): Workflow {
+/** A workflow the server knows, by id. @throws `not_found` naming `workflow_id`. */
+export function findWorkflow(ctx: ServerContext, q: ServerQueries, id: string): Workflow {
   for (const p of ctx.workflows) {
     const wf = openWorkflowAt(ctx.workspace.root, p);
     if (wf.id === id) return wf;
@@ -80,21 +81,44 @@ function diffList(wf: Workflow, stepId: string) {
     .sort((a, b) => a.name.localeCompare(b.name, undefined, { numeric: true }));
 }
 
+/** The workflows the server knows: `--workflow` ones, then those of the run tables (bounded). */
+export function knownWorkflows(
+  ctx: ServerContext,
+  q: ServerQueries,
+): { workflow_id: string; workflow_path: string; last_run_at: string | null }[] {
+  const seen = new Map<string, { workflow_id: string; workflow_path: string; last_run_at: string | null }>();
+  for (const p of ctx.workflows) {
+    const wf = openWorkflowAt(ctx.workspace.root, p);
+    seen.set(wf.id, { workflow_id: wf.id, workflow_path: wf.source, last_run_at: null });
+  }
+  for (const r of q.workflows(MAX_PAGE_SIZE)) seen.set(r.workflow_id, r);
+  return [...seen.values()];
+}
+
+/**
+ * A step's learned script: mode, language, source, metadata, diffs and promotion evidence.
+ * @throws `not_found` (workflow), `step_not_found`.
+ */
+export function scriptDetail(ctx: ServerContext, q: ServerQueries, workflowId: string, stepId: string) {
+  const wf = findWorkflow(ctx, q, workflowId);
+  const step = requireStep(wf, stepId);
+  const script = savedScript(wf, step.id);
+  return {
+    workflow_id: wf.id,
+    step_id: step.id,
+    mode: resolveMode(step, wf.defaults).mode,
+    language: script?.language ?? null,
+    source: script ? readFileSync(script.path, "utf8") : null,
+    metadata: readMetadata(learningsDir(wf, step.id)) ?? null,
+    diffs: diffList(wf, step.id),
+    evidence: ctx.runs.evidence(wf.id, step.id),
+  };
+}
+
 export const workflowRoutes: RouteGroup = (app, { ctx }) => {
   const q = new ServerQueries(ctx.store);
 
-  app.get("/api/workflows", (c) => {
-    const seen = new Map<
-      string,
-      { workflow_id: string; workflow_path: string; last_run_at: string | null }
-    >();
-    for (const p of ctx.workflows) {
-      const wf = openWorkflowAt(ctx.workspace.root, p);
-      seen.set(wf.id, { workflow_id: wf.id, workflow_path: wf.source, last_run_at: null });
-    }
-    for (const r of q.workflows(MAX_PAGE_SIZE)) seen.set(r.workflow_id, r);
-    return c.json({ items: [...seen.values()], next_cursor: null });
-  });
+  app.get("/api/workflows", (c) => c.json({ items: knownWorkflows(ctx, q), next_cursor: null }));
 
   app.get("/api/workflows/:workflowId", (c) => {
     const wf = findWorkflow(ctx, q, c.req.param("workflowId"));
@@ -121,21 +145,9 @@ export const workflowRoutes: RouteGroup = (app, { ctx }) => {
     });
   });
 
-  app.get("/api/workflows/:workflowId/scripts/:stepId", (c) => {
-    const wf = findWorkflow(ctx, q, c.req.param("workflowId"));
-    const step = requireStep(wf, c.req.param("stepId"));
-    const script = savedScript(wf, step.id);
-    return c.json({
-      workflow_id: wf.id,
-      step_id: step.id,
-      mode: resolveMode(step, wf.defaults).mode,
-      language: script?.language ?? null,
-      source: script ? readFileSync(script.path, "utf8") : null,
-      metadata: readMetadata(learningsDir(wf, step.id)) ?? null,
-      diffs: diffList(wf, step.id),
-      evidence: ctx.runs.evidence(wf.id, step.id),
-    });
-  });
+  app.get("/api/workflows/:workflowId/scripts/:stepId", (c) =>
+    c.json(scriptDetail(ctx, q, c.req.param("workflowId"), c.req.param("stepId"))),
+  );
 
   app.get("/api/workflows/:workflowId/scripts/:stepId/diffs/:name", (c) => {
     const wf = findWorkflow(ctx, q, c.req.param("workflowId"));
