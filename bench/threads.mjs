@@ -16,11 +16,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fmt, ROOT, report } from "./lib.mjs";
 
-const threads = await import(join(ROOT, "dist", "threads", "index.js"));
-const { SqliteStore } = await import(join(ROOT, "dist", "store", "index.js"));
-const { createToolRegistry, invokeTool } = await import(join(ROOT, "dist", "bridge", "index.js"));
-const { startScriptedModel } = await import(join(ROOT, "dist", "testing", "scripted-model.js"));
-const { scriptedModelClient } = await import(join(ROOT, "dist", "testing", "scripted-model-client.js"));
+// BENCH_DIST: another build to measure (e.g. a copy of the code before a change), same run and machine.
+const DIST = process.env.BENCH_DIST ? join(ROOT, process.env.BENCH_DIST) : join(ROOT, "dist");
+const threads = await import(join(DIST, "threads", "index.js"));
+const { SqliteStore } = await import(join(DIST, "store", "index.js"));
+const { createToolRegistry, invokeTool } = await import(join(DIST, "bridge", "index.js"));
+const { startScriptedModel } = await import(join(DIST, "testing", "scripted-model.js"));
+const { scriptedModelClient } = await import(join(DIST, "testing", "scripted-model-client.js"));
 
 const quick = process.env.BENCH_QUICK === "1";
 const STEPS = quick ? 40 : 150;

@@ -21,6 +21,8 @@ import {
   DEFAULT_APPROVAL_WAIT_MS,
   DRIVER_HEARTBEAT_MS,
   DRIVER_LEASE_MS,
+  GROUP_COMMIT_MAX_MS,
+  GROUP_COMMIT_MAX_WRITES,
   MAX_HOST_CALLS,
   ORCHESTRATOR_MAX_ALLOCATIONS,
   ORCHESTRATOR_MAX_DURATION_SECS,
@@ -70,6 +72,14 @@ const EXTERNAL = new Set([
   "__execute_code_step__",
 ]);
 
+/**
+ * Calls whose answer is a function of their arguments alone: not journaled, a resume computes them
+ * again (and gets the same answer), so they cost no row.
+ */
+const PURE = new Set(["__regex_match__"]);
+
+type JournalRow = { seq: number; name: string; answer: string };
+
 export class Driver {
   readonly #d: EngineDeps;
   readonly #vm: VmFactory;
@@ -85,7 +95,12 @@ export class Driver {
    * Reads since the last write, journaled with the next write (a crash before it loses nothing
    * that matters: no later answer depends on them).
    */
-  #reads: { seq: number; name: string; answer: string }[] = [];
+  #reads: JournalRow[] = [];
+  /**
+   * The open group-commit transaction (ARCHITECTURE.md, "Group commit"): the writes of the
+   * synchronous host calls since it began, and their journal rows, written just before it commits.
+   */
+  #batch: { openedMs: number; writes: number; journal: JournalRow[] } | null = null;
   #lastHostError: string | null = null;
   #version = 0;
 
@@ -230,6 +245,19 @@ export class Driver {
   }
 
   async #run(start: PausedVm): Promise<DriveResult> {
+    let r: DriveResult;
+    try {
+      r = await this.#loop(start);
+    } catch (e) {
+      // As a crash would: the batch's writes and their journal rows go together; a resume redoes them.
+      this.#rollbackBatch();
+      throw e;
+    }
+    this.#commitBatch();
+    return r;
+  }
+
+  async #loop(start: PausedVm): Promise<DriveResult> {
     const { threads } = this.#d;
     let vm = start;
     let calls = 0;
@@ -238,18 +266,26 @@ export class Driver {
       if (p.kind === "done") return this.#finished(p.output);
       if (++calls > MAX_HOST_CALLS)
         return this.#fail(`the orchestrator made more than ${MAX_HOST_CALLS} host calls`);
-      if (threads.cancelRequested(this.threadId)) return this.#fail("cancelled");
+      const external = EXTERNAL.has(p.name);
+      const sync = HostCalls.SYNC.has(p.name);
+      // An external call commits the batch with its saved VM (below); a call that awaits commits it first.
+      if (this.#batch && !external && (!sync || this.#batchFull())) this.#commitBatch();
+      // While a batch is open nothing else can have written the thread (this process has not
+      // yielded, other processes wait for the write lock): the cancel flag was read when it began.
+      if (!this.#batch && threads.cancelRequested(this.threadId)) return this.#fail("cancelled");
       if (this.#d.signal?.aborted) return this.#suspend();
       const seq = ++this.#seq;
       // Resuming: the calls made after the saved VM get their recorded answers (the script is
-      // deterministic given its answers), their effects are not made again.
-      const replayed = this.#replay.shift();
-      if (replayed) {
-        if (replayed.seq !== seq || replayed.call_name !== p.name)
+      // deterministic given its answers), their effects are not made again. A pure call has no
+      // row: it is computed again.
+      const next = this.#replay[0];
+      if (next && (next.seq === seq || !PURE.has(p.name))) {
+        this.#replay.shift();
+        if (next.seq !== seq || next.call_name !== p.name)
           return this.#fail(
-            `resume diverged: the journal has ${replayed.call_name} as host call #${replayed.seq}, the script made ${p.name} (#${seq})`,
+            `resume diverged: the journal has ${next.call_name} as host call #${next.seq}, the script made ${p.name} (#${seq})`,
           );
-        const a = JSON.parse(replayed.answer) as HostAnswer;
+        const a = JSON.parse(next.answer) as HostAnswer;
         try {
           vm = "error" in a ? vm.raise(a.error.type, a.error.message) : vm.resume(a.value);
         } catch (e) {
@@ -257,11 +293,12 @@ export class Driver {
         }
         continue;
       }
-      const args =
-        EXTERNAL.has(p.name) || !this.#hasSnapshot ? JSON.stringify({ args: p.args, kwargs: p.kwargs }) : "";
-      if (EXTERNAL.has(p.name)) {
+      const args = external || !this.#hasSnapshot ? JSON.stringify({ args: p.args, kwargs: p.kwargs }) : "";
+      if (external) {
         const bytes = vm.dump();
-        threads.tx(() => {
+        // The batch's writes commit with the saved VM; its journal rows are not written (the
+        // journal starts again after this call).
+        this.#commitBatch(() => {
           threads.saveCheckpoint({
             thread_id: this.threadId,
             seq,
@@ -280,12 +317,28 @@ export class Driver {
       let committed = false;
       const ctx: HostContext = {
         seq,
-        commit: (answer, effects) =>
-          threads.tx(() => {
+        unchanged: this.#batch,
+        commit: (answer, effects) => {
+          if (sync && this.#hasSnapshot) {
+            // Group commit: the effects run in the open batch, the journal rows wait for its commit.
+            const batch = this.#openBatch();
+            if (batch) {
+              effects?.();
+              committed = true;
+              batch.journal.push(...this.#reads.splice(0), {
+                seq,
+                name: p.name,
+                answer: JSON.stringify(answer),
+              });
+              batch.writes++;
+              return answer;
+            }
+          }
+          return threads.tx(() => {
             effects?.();
             committed = true;
             const text = JSON.stringify(answer);
-            if (EXTERNAL.has(p.name)) threads.markAnswered(this.threadId, seq, text);
+            if (external) threads.markAnswered(this.threadId, seq, text);
             else if (this.#hasSnapshot) {
               for (const r of this.#reads.splice(0)) threads.journal(this.threadId, r.seq, r.name, r.answer);
               threads.journal(this.threadId, seq, p.name, text);
@@ -303,11 +356,15 @@ export class Driver {
               this.#hasSnapshot = true;
             }
             return answer;
-          }),
+          });
+        },
       };
-      const result: HostResult = await this.#host.dispatch(p.name, p.args, p.kwargs, ctx);
+      // A synchronous call is answered without yielding (so a batch stays this process's alone).
+      const result: HostResult = sync
+        ? this.#host.dispatchSync(p.name, p.args, p.kwargs, ctx)
+        : await this.#host.dispatch(p.name, p.args, p.kwargs, ctx);
       // A read is journaled too, so a resumed script sees the same answers and takes the same path.
-      if (!committed && !isStop(result) && this.#hasSnapshot && !EXTERNAL.has(p.name))
+      if (!committed && !isStop(result) && this.#hasSnapshot && !external && !PURE.has(p.name))
         this.#reads.push({ seq, name: p.name, answer: JSON.stringify(result) });
       if (isStop(result)) {
         if (result.stop === "waiting") return { outcome: "waiting", thread: threads.require(this.threadId) };
@@ -320,6 +377,52 @@ export class Driver {
         return this.#orchestratorFailed(e);
       }
     }
+  }
+
+  /** Begins a group-commit transaction unless one is open; none when the caller is in a transaction of its own. */
+  #openBatch(): { openedMs: number; writes: number; journal: JournalRow[] } | null {
+    if (this.#batch) return this.#batch;
+    const { threads } = this.#d;
+    if (threads.store.db.inTransaction) return null;
+    threads.sql("BEGIN IMMEDIATE").run();
+    this.#batch = { openedMs: this.#now(), writes: 0, journal: [] };
+    return this.#batch;
+  }
+
+  #batchFull(): boolean {
+    const b = this.#batch;
+    return (
+      b !== null && (b.writes >= GROUP_COMMIT_MAX_WRITES || this.#now() - b.openedMs >= GROUP_COMMIT_MAX_MS)
+    );
+  }
+
+  /**
+   * Commits the open batch: its journal rows, or instead `external` (the saved VM of an external
+   * call, which starts the journal again). Without a batch, `external` runs in a transaction of its own.
+   */
+  #commitBatch(external?: () => void): void {
+    const { threads } = this.#d;
+    const b = this.#batch;
+    if (!b) {
+      if (external) threads.tx(external);
+      return;
+    }
+    try {
+      if (external) external();
+      else threads.journalMany(this.threadId, b.journal);
+      threads.sql("COMMIT").run();
+    } catch (e) {
+      this.#rollbackBatch();
+      throw e;
+    }
+    this.#batch = null;
+  }
+
+  #rollbackBatch(): void {
+    if (!this.#batch) return;
+    this.#batch = null;
+    const { db } = this.#d.threads.store;
+    if (db.inTransaction) db.exec("ROLLBACK");
   }
 
   /** Polls the approval until it is decided, the thread is cancelled, or the wait runs out. */
