@@ -398,9 +398,11 @@ export class ThreadRecords {
   journalMany(threadId: string, rows: readonly { seq: number; name: string; answer: string }[]): void {
     const first = rows[0];
     if (!first) return;
-    if (rows.length === 1) return this.journal(threadId, first.seq, first.name, first.answer);
-    const text = `[${rows.map((r) => `[${r.seq},${JSON.stringify(r.name)},${r.answer}]`).join(",")}]`;
-    this.journal(threadId, first.seq, JOURNAL_BATCH, text);
+    if (rows.length === 1) this.journal(threadId, first.seq, first.name, first.answer);
+    else {
+      const text = `[${rows.map((r) => `[${r.seq},${JSON.stringify(r.name)},${r.answer}]`).join(",")}]`;
+      this.journal(threadId, first.seq, JOURNAL_BATCH, text);
+    }
   }
 
   /** The journal after the saved VM, in call order (batched rows read back as their calls). */
