@@ -30,6 +30,7 @@ import {
   ORCHESTRATOR_MAX_RECURSION,
   SKILLS_MAX_ACTIVE,
   SKILLS_TOKEN_BUDGET,
+  SNAPSHOT_AFTER_CALLS,
 } from "./limits.js";
 import { interpretOutcome } from "./outcome.js";
 import type { ThreadRow } from "./thread-store.js";
@@ -65,12 +66,7 @@ export function driverAlive(t: ThreadRow, nowMs: number): boolean {
 }
 
 /** Calls that reach outside the process (or wait): the VM is saved before them. */
-const EXTERNAL = new Set([
-  "__llm_complete__",
-  "__execute_action__",
-  "__execute_actions_parallel__",
-  "__execute_code_step__",
-]);
+const EXTERNAL = new Set(["__execute_action__", "__execute_actions_parallel__", "__execute_code_step__"]);
 
 /**
  * Calls whose answer is a function of their arguments alone: not journaled, a resume computes them
@@ -91,6 +87,8 @@ export class Driver {
   #replay: { seq: number; call_name: string; answer: string }[] = [];
   /** Whether the thread has a saved VM (then writes and reads are journaled instead of saved). */
   #hasSnapshot = false;
+  /** The number of the host call the saved VM is paused at. */
+  #snapshotSeq = 0;
   /**
    * Reads since the last write, journaled with the next write (a crash before it loses nothing
    * that matters: no later answer depends on them).
@@ -174,6 +172,7 @@ export class Driver {
         // An unanswered call is issued again under its own number (ids made from it stay the same).
         this.#seq = cp.answered ? cp.seq : cp.seq - 1;
         this.#hasSnapshot = true;
+        this.#snapshotSeq = cp.seq;
         this.#replay = cp.answered ? threads.journalAfter(this.threadId, cp.seq) : [];
         try {
           vm = this.#vm.restore(cp.vm);
@@ -266,7 +265,13 @@ export class Driver {
       if (p.kind === "done") return this.#finished(p.output);
       if (++calls > MAX_HOST_CALLS)
         return this.#fail(`the orchestrator made more than ${MAX_HOST_CALLS} host calls`);
-      const external = EXTERNAL.has(p.name);
+      // A model call is journaled like a write (its reply commits with its effects), so a crash
+      // during it resumes from the last saved VM and asks again — a model call may be repeated.
+      // It saves the VM only when there is none yet or the journal since the last one is long.
+      const external =
+        EXTERNAL.has(p.name) ||
+        (p.name === "__llm_complete__" &&
+          (!this.#hasSnapshot || this.#seq + 1 - this.#snapshotSeq > SNAPSHOT_AFTER_CALLS));
       const sync = HostCalls.SYNC.has(p.name);
       // An external call commits the batch with its saved VM (below); a call that awaits commits it first.
       if (this.#batch && !external && (!sync || this.#batchFull())) this.#commitBatch();
@@ -311,6 +316,7 @@ export class Driver {
           threads.clearJournal(this.threadId);
         });
         this.#hasSnapshot = true;
+        this.#snapshotSeq = seq;
         this.#reads = [];
       }
       const current = vm;
@@ -354,6 +360,7 @@ export class Driver {
                 answer: text,
               });
               this.#hasSnapshot = true;
+              this.#snapshotSeq = seq;
             }
             return answer;
           });
