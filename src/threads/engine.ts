@@ -87,6 +87,8 @@ export class Driver {
   #replay: { seq: number; call_name: string; answer: string }[] = [];
   /** Whether the thread has a saved VM (then writes and reads are journaled instead of saved). */
   #hasSnapshot = false;
+  /** Saves the VM at the current action call (set while a call that may wait for an approval runs). */
+  #saveBeforeWait: (() => void) | null = null;
   /** The number of the host call the saved VM is paused at. */
   #snapshotSeq = 0;
   /**
@@ -268,10 +270,12 @@ export class Driver {
       // A model call is journaled like a write (its reply commits with its effects), so a crash
       // during it resumes from the last saved VM and asks again — a model call may be repeated.
       // It saves the VM only when there is none yet or the journal since the last one is long.
-      const external =
-        EXTERNAL.has(p.name) ||
-        (p.name === "__llm_complete__" &&
-          (!this.#hasSnapshot || this.#seq + 1 - this.#snapshotSeq > SNAPSHOT_AFTER_CALLS));
+      // Actions and code steps save it lazily, just before an approval wait (the waiting thread's
+      // VM must be there for whoever continues it); a crash during one resumes from the last saved
+      // VM, replays, and the call id finds the call (recorded outcome, or `started`: not run again).
+      const reaches = EXTERNAL.has(p.name) || p.name === "__llm_complete__";
+      let external =
+        reaches && (!this.#hasSnapshot || this.#seq + 1 - this.#snapshotSeq > SNAPSHOT_AFTER_CALLS);
       const sync = HostCalls.SYNC.has(p.name);
       // An external call commits the batch with its saved VM (below); a call that awaits commits it first.
       if (this.#batch && !external && (!sync || this.#batchFull())) this.#commitBatch();
@@ -298,9 +302,9 @@ export class Driver {
         }
         continue;
       }
-      const args = external || !this.#hasSnapshot ? JSON.stringify({ args: p.args, kwargs: p.kwargs }) : "";
-      if (external) {
-        const bytes = vm.dump();
+      const args = reaches || !this.#hasSnapshot ? JSON.stringify({ args: p.args, kwargs: p.kwargs }) : "";
+      const saveHere = (paused: PausedVm) => {
+        const bytes = paused.dump();
         // The batch's writes commit with the saved VM; its journal rows are not written (the
         // journal starts again after this call).
         this.#commitBatch(() => {
@@ -318,6 +322,13 @@ export class Driver {
         this.#hasSnapshot = true;
         this.#snapshotSeq = seq;
         this.#reads = [];
+        external = true;
+      };
+      if (external) saveHere(vm);
+      else if (EXTERNAL.has(p.name)) {
+        this.#commitBatch();
+        const paused = vm;
+        this.#saveBeforeWait = () => saveHere(paused);
       }
       const current = vm;
       let committed = false;
@@ -367,9 +378,14 @@ export class Driver {
         },
       };
       // A synchronous call is answered without yielding (so a batch stays this process's alone).
-      const result: HostResult = sync
-        ? this.#host.dispatchSync(p.name, p.args, p.kwargs, ctx)
-        : await this.#host.dispatch(p.name, p.args, p.kwargs, ctx);
+      let result: HostResult;
+      try {
+        result = sync
+          ? this.#host.dispatchSync(p.name, p.args, p.kwargs, ctx)
+          : await this.#host.dispatch(p.name, p.args, p.kwargs, ctx);
+      } finally {
+        this.#saveBeforeWait = null;
+      }
       // A read is journaled too, so a resumed script sees the same answers and takes the same path.
       if (!committed && !isStop(result) && this.#hasSnapshot && !external && !PURE.has(p.name))
         this.#reads.push({ seq, name: p.name, answer: JSON.stringify(result) });
@@ -435,6 +451,10 @@ export class Driver {
   /** Polls the approval until it is decided, the thread is cancelled, or the wait runs out. */
   async #waitForDecision(approvalId: string): Promise<"decided" | "released" | "cancelled"> {
     const { threads } = this.#d;
+    // The VM at this call is saved before the wait (once, for the first approval of the call).
+    const save = this.#saveBeforeWait;
+    this.#saveBeforeWait = null;
+    save?.();
     const until = this.#now() + (this.#d.approvalWaitMs ?? DEFAULT_APPROVAL_WAIT_MS);
     for (;;) {
       const a = threads.approval(approvalId);
