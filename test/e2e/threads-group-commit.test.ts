@@ -5,13 +5,17 @@
  * one is open nearly all the time); the resume in a new process must redo exactly the writes that
  * were lost with it — every message once, in order, none missing — and compute the pure calls again.
  */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { SqliteStore } from "../../src/store/index.js";
+import { startScriptedModel } from "../../src/testing/scripted-model.js";
 import { montyVm, ThreadService } from "../../src/threads/index.js";
 import {
   assertBuilt,
   makeWorkspace,
   query,
+  ROOT,
   startRatchet,
   type TestWorkspace,
   waitFor,
@@ -111,5 +115,71 @@ describe("group commit across a kill -9", () => {
       id,
     );
     expect(events!.n).toBe(messages!.n);
+  });
+
+  it("kill -9 while a tool runs (no VM saved at that call): the resume replays to it and does not run it again", async () => {
+    const ws = await makeWorkspace("ratchet-group-commit-tool-");
+    cleanups.push(() => ws.remove());
+    const model = await startScriptedModel({
+      script: {
+        turns: [
+          { tool_calls: [{ id: "t1", name: "slow_append", arguments: { line: "first", hold_ms: 0 } }] },
+          { tool_calls: [{ id: "t2", name: "slow_append", arguments: { line: "second" } }] },
+          { text: "Done after the interrupted call." },
+        ],
+      },
+    });
+    cleanups.push(() => model.close());
+    const file = join(ws.dir, "appended.txt");
+    writeFileSync(
+      join(ws.ratchetDir, "config.json"),
+      JSON.stringify({
+        customTools: {
+          slow_append: {
+            command: process.execPath,
+            args: [join(ROOT, "test/fixtures/threads/slow-append-tool.mjs"), file],
+            description: "Appends a line, answers later.",
+            input_schema: { type: "object", properties: { line: { type: "string" } }, required: ["line"] },
+          },
+        },
+      }),
+    );
+    const env = {
+      RATCHET_MODEL: "openai-compatible:scripted",
+      OPENAI_BASE_URL: model.url,
+      OPENAI_API_KEY: "sk-test-000000",
+    };
+    const lines = () => (existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : []);
+    const running = startRatchet(["thread", "start", "append two lines"], { cwd: ws.dir, env });
+    cleanups.push(() => {
+      if (running.child.exitCode === null && running.child.signalCode === null) running.child.kill("SIGKILL");
+    });
+    await waitFor(() => lines().length === 2, "the second call's effect");
+    running.child.kill("SIGKILL");
+    await running.done;
+    // The saved VM is older than the second call (it was not saved there: no approval was needed).
+    const [cp] = query<{ seq: number; call_name: string }>(
+      ws,
+      "SELECT seq, call_name FROM thread_checkpoints",
+    );
+    expect(["__execute_action__", "__execute_actions_parallel__"]).not.toContain(cp!.call_name);
+    const [started] = query<{ status: string }>(ws, "SELECT status FROM thread_actions WHERE call_id = 't2'");
+    expect(started!.status).toBe("started");
+    const id = query<{ thread_id: string }>(ws, "SELECT thread_id FROM threads")[0]!.thread_id;
+    const resumed = await ws.run(["thread", "resume", id, "--json"], { env });
+    expect(resumed.marker).toMatchObject({
+      outcome: "completed",
+      final_result: "Done after the interrupted call.",
+    });
+    expect(lines()).toEqual(["first", "second"]);
+    const results = query<{ call_id: string; is_error: number; content: string }>(
+      ws,
+      "SELECT call_id, is_error, content FROM thread_messages WHERE role = 'tool' ORDER BY id",
+    );
+    expect(results.map((r) => [r.call_id, r.is_error])).toEqual([
+      ["t1", 0],
+      ["t2", 1],
+    ]);
+    expect(results[1]!.content).toContain("was interrupted while it ran");
   });
 });
