@@ -13,7 +13,7 @@ import {
   ThreadService,
   type ThreadServiceOptions,
 } from "../threads/index.js";
-import { err, out } from "./io.js";
+import { err, onStdoutGone, out, stdoutGone } from "./io.js";
 import { renderEvent } from "./thread-render.js";
 
 export interface ThreadGlobals {
@@ -342,6 +342,8 @@ export async function threadWatch(
         since = e.id;
         out(o.json ? JSON.stringify(e) : `${e.id} ${e.at} ${e.type} ${e.payload}`);
       }
+      // Nobody reads any more (`thread watch … | head -1`): watching is pointless.
+      if (stdoutGone()) return 0;
       const t = opened.svc.threads.require(id);
       if (isTerminal(t.state)) return t.state === "failed" ? 8 : 0;
       if (Date.now() >= until) {
@@ -366,15 +368,21 @@ export async function chat(o: ThreadGlobals & { project?: string; model?: string
   const history: string[] = [];
   let id = "";
   let pendingDecision: ((answer: string) => void) | undefined;
+  const write = (s: string) => {
+    if (!stdoutGone()) process.stdout.write(s);
+  };
+  // Nobody reads any more: the running thread is interrupted (Suspended, resumable) and chat ends.
+  const ac = new AbortController();
+  const unsubscribe = onStdoutGone(() => {
+    ac.abort();
+    rl.close();
+  });
   const opened = open(o, {
+    signal: ac.signal,
     onEvent: (e) => {
-      renderEvent(
-        e,
-        (s) => process.stdout.write(s),
-        () => id,
-      );
+      renderEvent(e, write, () => id);
       if (e.type === "approval") {
-        process.stdout.write("approve? [y]es / [n]o / [a]lways: ");
+        write("approve? [y]es / [n]o / [a]lways: ");
         pendingDecision = (answer) => {
           const a = answer.trim().toLowerCase();
           if (a === "y" || a === "yes" || a === "a" || a === "always")
@@ -385,10 +393,10 @@ export async function chat(o: ThreadGlobals & { project?: string; model?: string
     },
   });
   try {
-    process.stdout.write("ratchet chat — empty line or Ctrl-D to leave\n> ");
+    write("ratchet chat — empty line or Ctrl-D to leave\n> ");
     for (;;) {
       const next = await lines.next();
-      if (next.done || next.value.trim() === "") break;
+      if (next.done || next.value.trim() === "" || stdoutGone()) break;
       const goal = history.length
         ? `Conversation so far:\n${history.join("\n")}\n\nNow: ${next.value}`
         : next.value;
@@ -407,7 +415,8 @@ export async function chat(o: ThreadGlobals & { project?: string; model?: string
           const answer = await lines.next();
           const decide = pendingDecision;
           pendingDecision = undefined;
-          decide(answer.done ? "n" : answer.value);
+          // A reader that went away decides nothing: the interrupted thread keeps waiting.
+          if (!stdoutGone()) decide(answer.done ? "n" : answer.value);
         }
         await Promise.race([running, sleep(50)]);
       }
@@ -415,12 +424,12 @@ export async function chat(o: ThreadGlobals & { project?: string; model?: string
         `user: ${next.value}`,
         `assistant: ${finished.thread.final_result ?? `(${finished.thread.reason})`}`,
       );
-      process.stdout.write(
-        `\n${finished.outcome === "failed" ? `[failed: ${finished.thread.reason}]\n` : ""}> `,
-      );
+      if (stdoutGone()) break;
+      write(`\n${finished.outcome === "failed" ? `[failed: ${finished.thread.reason}]\n` : ""}> `);
     }
     return 0;
   } finally {
+    unsubscribe();
     rl.close();
     opened.close();
   }

@@ -134,6 +134,14 @@ function refusal(
   };
 }
 
+/** The live lease that covers the call, or the call's refusal (before the policy, and again after an approval). */
+function coveringLease(s: CheckpointScope, call: ActionCall): LeaseRow | Preflight {
+  const lease = findLease(s.d.threads.leases(s.threadId), call.action, (s.d.nowMs ?? Date.now)());
+  if (lease) return lease;
+  const msg = `no lease covers action ${call.action} (or its uses are spent)`;
+  return { kind: "outcome", outcome: refusal(s, call, "refused", "no_lease", msg) };
+}
+
 /** Step 1–2: replay, lease, policy. A RequireApproval verdict writes the approval (and Waiting) here. */
 export async function preflight(s: CheckpointScope, call: ActionCall): Promise<Preflight> {
   const { threads, config } = s.d;
@@ -171,19 +179,8 @@ export async function preflight(s: CheckpointScope, call: ActionCall): Promise<P
       };
     return { kind: "approval", approval: existing };
   }
-  const nowMs = (s.d.nowMs ?? Date.now)();
-  const lease = findLease(threads.leases(s.threadId), call.action, nowMs);
-  if (!lease)
-    return {
-      kind: "outcome",
-      outcome: refusal(
-        s,
-        call,
-        "refused",
-        "no_lease",
-        `no lease covers action ${call.action} (or its uses are spent)`,
-      ),
-    };
+  const lease = coveringLease(s, call);
+  if ("kind" in lease) return lease;
   const project = threads.require(s.threadId).project ?? "";
   const verdict = evaluatePolicy(config.policy, call.action, effectFor(call.action, config.effects), {
     granted: threads.hasGrant(call.action, project),
@@ -293,19 +290,8 @@ export async function awaitApproval(
         `action ${call.action} was denied by ${a.decided_by ?? "a person"}${a.reason ? `: ${a.reason}` : ""}`,
       ),
     };
-  const lease = findLease(threads.leases(s.threadId), call.action, (s.d.nowMs ?? Date.now)());
-  if (!lease)
-    return {
-      kind: "outcome",
-      outcome: refusal(
-        s,
-        call,
-        "refused",
-        "no_lease",
-        `no lease covers action ${call.action} (or its uses are spent)`,
-      ),
-    };
-  return { kind: "run", lease, decision: "require_approval" };
+  const lease = coveringLease(s, call);
+  return "kind" in lease ? lease : { kind: "run", lease, decision: "require_approval" };
 }
 
 /** Step 4: `started` + one use of the lease in one transaction, then the call through the bridge. */

@@ -21,6 +21,8 @@ import {
   DEFAULT_APPROVAL_WAIT_MS,
   DRIVER_HEARTBEAT_MS,
   DRIVER_LEASE_MS,
+  GROUP_COMMIT_MAX_MS,
+  GROUP_COMMIT_MAX_WRITES,
   MAX_HOST_CALLS,
   ORCHESTRATOR_MAX_ALLOCATIONS,
   ORCHESTRATOR_MAX_DURATION_SECS,
@@ -28,6 +30,7 @@ import {
   ORCHESTRATOR_MAX_RECURSION,
   SKILLS_MAX_ACTIVE,
   SKILLS_TOKEN_BUDGET,
+  SNAPSHOT_AFTER_CALLS,
 } from "./limits.js";
 import { interpretOutcome } from "./outcome.js";
 import type { ThreadRow } from "./thread-store.js";
@@ -63,12 +66,15 @@ export function driverAlive(t: ThreadRow, nowMs: number): boolean {
 }
 
 /** Calls that reach outside the process (or wait): the VM is saved before them. */
-const EXTERNAL = new Set([
-  "__llm_complete__",
-  "__execute_action__",
-  "__execute_actions_parallel__",
-  "__execute_code_step__",
-]);
+const EXTERNAL = new Set(["__execute_action__", "__execute_actions_parallel__", "__execute_code_step__"]);
+
+/**
+ * Calls whose answer is a function of their arguments alone: not journaled, a resume computes them
+ * again (and gets the same answer), so they cost no row.
+ */
+const PURE = new Set(["__regex_match__"]);
+
+type JournalRow = { seq: number; name: string; answer: string };
 
 export class Driver {
   readonly #d: EngineDeps;
@@ -81,11 +87,20 @@ export class Driver {
   #replay: { seq: number; call_name: string; answer: string }[] = [];
   /** Whether the thread has a saved VM (then writes and reads are journaled instead of saved). */
   #hasSnapshot = false;
+  /** Saves the VM at the current action call (set while a call that may wait for an approval runs). */
+  #saveBeforeWait: (() => void) | null = null;
+  /** The number of the host call the saved VM is paused at. */
+  #snapshotSeq = 0;
   /**
    * Reads since the last write, journaled with the next write (a crash before it loses nothing
    * that matters: no later answer depends on them).
    */
-  #reads: { seq: number; name: string; answer: string }[] = [];
+  #reads: JournalRow[] = [];
+  /**
+   * The open group-commit transaction (ARCHITECTURE.md, "Group commit"): the writes of the
+   * synchronous host calls since it began, and their journal rows, written just before it commits.
+   */
+  #batch: { openedMs: number; writes: number; journal: JournalRow[] } | null = null;
   #lastHostError: string | null = null;
   #version = 0;
 
@@ -159,6 +174,7 @@ export class Driver {
         // An unanswered call is issued again under its own number (ids made from it stay the same).
         this.#seq = cp.answered ? cp.seq : cp.seq - 1;
         this.#hasSnapshot = true;
+        this.#snapshotSeq = cp.seq;
         this.#replay = cp.answered ? threads.journalAfter(this.threadId, cp.seq) : [];
         try {
           vm = this.#vm.restore(cp.vm);
@@ -230,6 +246,19 @@ export class Driver {
   }
 
   async #run(start: PausedVm): Promise<DriveResult> {
+    let r: DriveResult;
+    try {
+      r = await this.#loop(start);
+    } catch (e) {
+      // As a crash would: the batch's writes and their journal rows go together; a resume redoes them.
+      this.#rollbackBatch();
+      throw e;
+    }
+    this.#commitBatch();
+    return r;
+  }
+
+  async #loop(start: PausedVm): Promise<DriveResult> {
     const { threads } = this.#d;
     let vm = start;
     let calls = 0;
@@ -238,18 +267,34 @@ export class Driver {
       if (p.kind === "done") return this.#finished(p.output);
       if (++calls > MAX_HOST_CALLS)
         return this.#fail(`the orchestrator made more than ${MAX_HOST_CALLS} host calls`);
-      if (threads.cancelRequested(this.threadId)) return this.#fail("cancelled");
+      // A model call is journaled like a write (its reply commits with its effects), so a crash
+      // during it resumes from the last saved VM and asks again — a model call may be repeated.
+      // It saves the VM only when there is none yet or the journal since the last one is long.
+      // Actions and code steps save it lazily, just before an approval wait (the waiting thread's
+      // VM must be there for whoever continues it); a crash during one resumes from the last saved
+      // VM, replays, and the call id finds the call (recorded outcome, or `started`: not run again).
+      const reaches = EXTERNAL.has(p.name) || p.name === "__llm_complete__";
+      let external =
+        reaches && (!this.#hasSnapshot || this.#seq + 1 - this.#snapshotSeq > SNAPSHOT_AFTER_CALLS);
+      const sync = HostCalls.SYNC.has(p.name);
+      // An external call commits the batch with its saved VM (below); a call that awaits commits it first.
+      if (this.#batch && !external && (!sync || this.#batchFull())) this.#commitBatch();
+      // While a batch is open nothing else can have written the thread (this process has not
+      // yielded, other processes wait for the write lock): the cancel flag was read when it began.
+      if (!this.#batch && threads.cancelRequested(this.threadId)) return this.#fail("cancelled");
       if (this.#d.signal?.aborted) return this.#suspend();
       const seq = ++this.#seq;
       // Resuming: the calls made after the saved VM get their recorded answers (the script is
-      // deterministic given its answers), their effects are not made again.
-      const replayed = this.#replay.shift();
-      if (replayed) {
-        if (replayed.seq !== seq || replayed.call_name !== p.name)
+      // deterministic given its answers), their effects are not made again. A pure call has no
+      // row: it is computed again.
+      const next = this.#replay[0];
+      if (next && (next.seq === seq || !PURE.has(p.name))) {
+        this.#replay.shift();
+        if (next.seq !== seq || next.call_name !== p.name)
           return this.#fail(
-            `resume diverged: the journal has ${replayed.call_name} as host call #${replayed.seq}, the script made ${p.name} (#${seq})`,
+            `resume diverged: the journal has ${next.call_name} as host call #${next.seq}, the script made ${p.name} (#${seq})`,
           );
-        const a = JSON.parse(replayed.answer) as HostAnswer;
+        const a = JSON.parse(next.answer) as HostAnswer;
         try {
           vm = "error" in a ? vm.raise(a.error.type, a.error.message) : vm.resume(a.value);
         } catch (e) {
@@ -257,11 +302,12 @@ export class Driver {
         }
         continue;
       }
-      const args =
-        EXTERNAL.has(p.name) || !this.#hasSnapshot ? JSON.stringify({ args: p.args, kwargs: p.kwargs }) : "";
-      if (EXTERNAL.has(p.name)) {
-        const bytes = vm.dump();
-        threads.tx(() => {
+      const args = reaches || !this.#hasSnapshot ? JSON.stringify({ args: p.args, kwargs: p.kwargs }) : "";
+      const saveHere = (paused: PausedVm) => {
+        const bytes = paused.dump();
+        // The batch's writes commit with the saved VM; its journal rows are not written (the
+        // journal starts again after this call).
+        this.#commitBatch(() => {
           threads.saveCheckpoint({
             thread_id: this.threadId,
             seq,
@@ -274,18 +320,42 @@ export class Driver {
           threads.clearJournal(this.threadId);
         });
         this.#hasSnapshot = true;
+        this.#snapshotSeq = seq;
         this.#reads = [];
+        external = true;
+      };
+      if (external) saveHere(vm);
+      else if (EXTERNAL.has(p.name)) {
+        this.#commitBatch();
+        const paused = vm;
+        this.#saveBeforeWait = () => saveHere(paused);
       }
       const current = vm;
       let committed = false;
       const ctx: HostContext = {
         seq,
-        commit: (answer, effects) =>
-          threads.tx(() => {
+        unchanged: this.#batch,
+        commit: (answer, effects) => {
+          if (sync && this.#hasSnapshot) {
+            // Group commit: the effects run in the open batch, the journal rows wait for its commit.
+            const batch = this.#openBatch();
+            if (batch) {
+              effects?.();
+              committed = true;
+              batch.journal.push(...this.#reads.splice(0), {
+                seq,
+                name: p.name,
+                answer: JSON.stringify(answer),
+              });
+              batch.writes++;
+              return answer;
+            }
+          }
+          return threads.tx(() => {
             effects?.();
             committed = true;
             const text = JSON.stringify(answer);
-            if (EXTERNAL.has(p.name)) threads.markAnswered(this.threadId, seq, text);
+            if (external) threads.markAnswered(this.threadId, seq, text);
             else if (this.#hasSnapshot) {
               for (const r of this.#reads.splice(0)) threads.journal(this.threadId, r.seq, r.name, r.answer);
               threads.journal(this.threadId, seq, p.name, text);
@@ -301,13 +371,23 @@ export class Driver {
                 answer: text,
               });
               this.#hasSnapshot = true;
+              this.#snapshotSeq = seq;
             }
             return answer;
-          }),
+          });
+        },
       };
-      const result: HostResult = await this.#host.dispatch(p.name, p.args, p.kwargs, ctx);
+      // A synchronous call is answered without yielding (so a batch stays this process's alone).
+      let result: HostResult;
+      try {
+        result = sync
+          ? this.#host.dispatchSync(p.name, p.args, p.kwargs, ctx)
+          : await this.#host.dispatch(p.name, p.args, p.kwargs, ctx);
+      } finally {
+        this.#saveBeforeWait = null;
+      }
       // A read is journaled too, so a resumed script sees the same answers and takes the same path.
-      if (!committed && !isStop(result) && this.#hasSnapshot && !EXTERNAL.has(p.name))
+      if (!committed && !isStop(result) && this.#hasSnapshot && !external && !PURE.has(p.name))
         this.#reads.push({ seq, name: p.name, answer: JSON.stringify(result) });
       if (isStop(result)) {
         if (result.stop === "waiting") return { outcome: "waiting", thread: threads.require(this.threadId) };
@@ -322,9 +402,59 @@ export class Driver {
     }
   }
 
+  /** Begins a group-commit transaction unless one is open; none when the caller is in a transaction of its own. */
+  #openBatch(): { openedMs: number; writes: number; journal: JournalRow[] } | null {
+    if (this.#batch) return this.#batch;
+    const { threads } = this.#d;
+    if (threads.store.db.inTransaction) return null;
+    threads.sql("BEGIN IMMEDIATE").run();
+    this.#batch = { openedMs: this.#now(), writes: 0, journal: [] };
+    return this.#batch;
+  }
+
+  #batchFull(): boolean {
+    const b = this.#batch;
+    return (
+      b !== null && (b.writes >= GROUP_COMMIT_MAX_WRITES || this.#now() - b.openedMs >= GROUP_COMMIT_MAX_MS)
+    );
+  }
+
+  /**
+   * Commits the open batch: its journal rows, or instead `external` (the saved VM of an external
+   * call, which starts the journal again). Without a batch, `external` runs in a transaction of its own.
+   */
+  #commitBatch(external?: () => void): void {
+    const { threads } = this.#d;
+    const b = this.#batch;
+    if (!b) {
+      if (external) threads.tx(external);
+      return;
+    }
+    try {
+      if (external) external();
+      else threads.journalMany(this.threadId, b.journal);
+      threads.sql("COMMIT").run();
+    } catch (e) {
+      this.#rollbackBatch();
+      throw e;
+    }
+    this.#batch = null;
+  }
+
+  #rollbackBatch(): void {
+    if (!this.#batch) return;
+    this.#batch = null;
+    const { db } = this.#d.threads.store;
+    if (db.inTransaction) db.exec("ROLLBACK");
+  }
+
   /** Polls the approval until it is decided, the thread is cancelled, or the wait runs out. */
   async #waitForDecision(approvalId: string): Promise<"decided" | "released" | "cancelled"> {
     const { threads } = this.#d;
+    // The VM at this call is saved before the wait (once, for the first approval of the call).
+    const save = this.#saveBeforeWait;
+    this.#saveBeforeWait = null;
+    save?.();
     const until = this.#now() + (this.#d.approvalWaitMs ?? DEFAULT_APPROVAL_WAIT_MS);
     for (;;) {
       const a = threads.approval(approvalId);

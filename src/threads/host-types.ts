@@ -34,6 +34,11 @@ export const pyError = (type: string, message: string): HostAnswer => ({ error: 
 export interface HostContext {
   /** Number of this host call in the thread. */
   seq: number;
+  /**
+   * While this is the same non-null token, nothing but this driver has written the store (a group
+   * commit is open: this process has not yielded and other processes wait for the write lock).
+   */
+  unchanged?: object | null;
   /** Runs `effects` and saves the answered checkpoint in one transaction. */
   commit(answer: HostAnswer, effects?: () => void): HostAnswer;
 }

@@ -53,12 +53,34 @@ export class HostCalls {
   /** Every call in messages up to this id has its result. */
   #filledThrough = 0;
   #rows: MessageRow[] = [];
+  /** The batch token (`HostContext.unchanged`) in which `__check_signals__` last answered None. */
+  #quietIn: object | null = null;
 
   constructor(
     readonly d: EngineDeps,
     readonly threadId: string,
     readonly hooks: HostHooks,
   ) {}
+
+  /**
+   * The host calls answered without waiting on anything (no model, no action, no provider list):
+   * the driver runs these between two VM resumes without yielding, so their writes can share one
+   * transaction (see ARCHITECTURE.md, "Group commit").
+   */
+  static readonly SYNC = new Set([
+    "__check_signals__",
+    "__emit_event__",
+    "__add_message__",
+    "__save_checkpoint__",
+    "__transition_to__",
+    "__retrieve_docs__",
+    "__check_budget__",
+    "__list_skills__",
+    "__record_skill_usage__",
+    "__regex_match__",
+    "__set_active_skills__",
+    "FINAL",
+  ]);
 
   async dispatch(
     name: string,
@@ -83,6 +105,17 @@ export class HostCalls {
         return this.executeMany(arg(0, "calls"), ctx);
       case "__execute_code_step__":
         return runCodeStep(this, str(arg(0, "code")), arg(1, "state") ?? {}, ctx);
+      case "__get_actions__":
+        return { value: await this.leasedActions() };
+      default:
+        return this.dispatchSync(name, args, kwargs, ctx);
+    }
+  }
+
+  /** The calls of {@link HostCalls.SYNC}, answered at once; any other name raises NameError. */
+  dispatchSync(name: string, args: unknown[], kwargs: Record<string, unknown>, ctx: HostContext): HostResult {
+    const arg = (i: number, key: string): unknown => (args.length > i ? args[i] : kwargs[key]);
+    switch (name) {
       case "__check_signals__":
         return this.checkSignals(ctx);
       case "__emit_event__":
@@ -108,8 +141,6 @@ export class HostCalls {
       }
       case "__check_budget__":
         return { value: this.budget() };
-      case "__get_actions__":
-        return { value: await this.leasedActions() };
       case "__list_skills__":
         return { value: listSkillsForScript(this.d) };
       case "__record_skill_usage__":
@@ -312,9 +343,14 @@ export class HostCalls {
   /** `None`, `"stop"` (cancel requested), or `{"inject": text}` for the oldest message injected and not yet delivered. */
   checkSignals(ctx: HostContext): HostResult {
     const { threads } = this.d;
+    // Nothing can have been injected or cancelled since the last quiet answer in the same batch.
+    if (ctx.unchanged && this.#quietIn === ctx.unchanged) return { value: null };
     const { cancel, next } = threads.signals(this.threadId);
     if (cancel) return { value: "stop" };
-    if (!next) return { value: null };
+    if (!next) {
+      this.#quietIn = ctx.unchanged ?? null;
+      return { value: null };
+    }
     return ctx.commit({ value: { inject: next.content } }, () => {
       threads.markDelivered(next.id);
       this.#storeMessage("user", next.content);

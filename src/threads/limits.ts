@@ -21,6 +21,20 @@ export const CODE_STEP_MAX_LLM_CALLS = 8;
 /** Host calls of one thread before it fails (a loop that only calls cheap host functions). */
 export const MAX_HOST_CALLS = 10_000;
 
+/**
+ * Group commit: the writes of consecutive synchronous host calls share one transaction, committed
+ * at the next call that reaches outside or waits, at the end of the drive, or after this many
+ * writes / this long (so another process waits at most about this long for the write lock).
+ */
+export const GROUP_COMMIT_MAX_WRITES = 256;
+export const GROUP_COMMIT_MAX_MS = 20;
+
+/**
+ * A model call saves the VM before it only when the thread has none yet or this many host calls
+ * were made since the saved one (so a resume replays at most about this many journaled answers).
+ */
+export const SNAPSHOT_AFTER_CALLS = 500;
+
 /** Default budgets of a thread. */
 export const DEFAULT_MAX_TOKENS = 200_000;
 export const DEFAULT_MAX_DURATION_MS = 30 * 60_000;

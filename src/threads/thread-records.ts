@@ -89,6 +89,9 @@ export type ThreadPatch = Partial<
   >
 >;
 
+/** `thread_journal.call_name` of a row holding several calls' answers ({@link ThreadRecords.journalMany}). */
+export const JOURNAL_BATCH = "*batch";
+
 /** Threads, their messages and checkpoints. Actions and approvals: {@link ThreadStore}. */
 export class ThreadRecords {
   readonly #stmts = new Map<string, Statement>();
@@ -387,11 +390,35 @@ export class ThreadRecords {
     ).run(threadId, seq, callName, answer);
   }
 
-  /** The journal after the saved VM, in call order. */
+  /**
+   * Records the answers of several host calls (a group commit's) in one row: `call_name`
+   * {@link JOURNAL_BATCH}, `seq` the first call's, `answer` `[[seq, name, answer], …]` with each
+   * answer's JSON as it is. One row is read back as the calls it holds.
+   */
+  journalMany(threadId: string, rows: readonly { seq: number; name: string; answer: string }[]): void {
+    const first = rows[0];
+    if (!first) return;
+    if (rows.length === 1) this.journal(threadId, first.seq, first.name, first.answer);
+    else {
+      const text = `[${rows.map((r) => `[${r.seq},${JSON.stringify(r.name)},${r.answer}]`).join(",")}]`;
+      this.journal(threadId, first.seq, JOURNAL_BATCH, text);
+    }
+  }
+
+  /** The journal after the saved VM, in call order (batched rows read back as their calls). */
   journalAfter(threadId: string, seq: number): { seq: number; call_name: string; answer: string }[] {
-    return this.sql(
+    const rows = this.sql(
       "SELECT seq, call_name, answer FROM thread_journal WHERE thread_id = ? AND seq > ? ORDER BY seq",
     ).all(threadId, seq) as { seq: number; call_name: string; answer: string }[];
+    return rows.flatMap((r) =>
+      r.call_name === JOURNAL_BATCH
+        ? (JSON.parse(r.answer) as [number, string, unknown][]).map(([s, name, a]) => ({
+            seq: s,
+            call_name: name,
+            answer: JSON.stringify(a),
+          }))
+        : [r],
+    );
   }
 
   clearJournal(threadId: string): void {
