@@ -7,7 +7,8 @@ import { applyOp } from "../../ledger/index.js";
 import { insertRow } from "../rows.js";
 import type { NodeSource } from "../types.js";
 import { loadCloseMode } from "./close-mode.js";
-import { RowNodeSource, useNodeSource } from "./node-source.js";
+import { nodeSourceFor as analyserSource } from "../nodes/index.js";
+import { useNodeSource } from "./node-source.js";
 import { FISCAL_WEEK, LOAD_ORDERS, PLAN, REVIEW1, type ShopFixture, shopFixture } from "./test-kit.js";
 
 let fx: ShopFixture;
@@ -184,7 +185,7 @@ describe("the close never stops, never half-writes", () => {
     // A source whose last changed node has no key: R0 writes load_orders' row, then the backstop's
     // insert for the keyless node fails its CHECK — after a write, inside the close.
     const restore = useNodeSource((store) => {
-      const real = new RowNodeSource(store);
+      const real = analyserSource(store);
       const ghost = {
         node_key: null as unknown as string,
         qualified_name: "ghost",
@@ -194,7 +195,7 @@ describe("the close never stops, never half-writes", () => {
       };
       const broken: NodeSource = {
         hasGraph: (p) => real.hasGraph(p),
-        refresh: () => real.refresh(),
+        refresh: (p, o) => real.refresh(p, o),
         changedNodes: (id) => [...real.changedNodes(id), ghost],
         touchedNodes: (id) => real.touchedNodes(id),
         history: (k) => real.history(k),
