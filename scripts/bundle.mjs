@@ -43,6 +43,15 @@ await build({
     chunkFileNames: "[name]-[hash].cjs",
   },
 });
+// The prompt hook (`ratchet hook user-prompt`, run on every prompt a user types) gets a bundle of
+// its own, built separately so it shares no chunk with the CLI: bin/ratchet.js loads only it.
+await build({
+  input: { hook: "dist/cli/hook-commands.js" },
+  platform: "node",
+  external: ["better-sqlite3", /^node:/],
+  logLevel: "warn",
+  output: { dir: next, format: "cjs", sourcemap: false, entryFileNames: "[name].cjs" },
+});
 try {
   renameSync("dist/bundle", old);
 } catch {

@@ -13,6 +13,7 @@ import { events, planList, planShow, projectAdd, projectList } from "./reads.js"
 import { reasonGroup } from "./reason-commands.js";
 import { reviewCommand } from "./review-command.js";
 import { addWhyCommands } from "./why-commands.js";
+import { addWordsCommands } from "./words-commands.js";
 import { runBatch, runFlowCommand } from "./write-flows.js";
 
 const VERSION = "0.1.0";
@@ -108,6 +109,7 @@ function build(setStatus: (n: number) => void): Command {
     metric,
     headline: addWhyCommands(program, act, globals),
     reason: reasonGroup(program, act, globals),
+    ...addWordsCommands(program, act, globals),
   };
   for (const f of FLOWS) {
     const group = groups[f.command[0]];

@@ -77,6 +77,7 @@ export async function runWriteFlow(
         if (op === "sweep") cleanStaleRunDirs(ctx.workspace.dir);
         const outcome = await applyOp(ctx.ledger, op, raw, {
           cwd: process.cwd(),
+          interactive: process.stdin.isTTY === true,
           run: {
             signal: controller.signal,
             tmpDir: ctx.workspace.dir,

@@ -1,6 +1,7 @@
 import { describe, expect, it, onTestFinished } from "vitest";
 import { headTail, truncationMarker, utf8Length } from "../core/index.js";
 import { insertReason, seedProject } from "../provenance/reasons/why-fixture.js";
+import { wordStoreOf } from "../provenance/words/index.js";
 import { type LedgerFixture, makeLedgerFixture } from "../testing/ledger-fixtures.js";
 import { applyOp, OP_NAMES, type OpOutcome } from "./dispatch.js";
 import type { Op } from "./inputs.js";
@@ -44,6 +45,14 @@ function analysed(fx: LedgerFixture) {
   return p;
 }
 
+/** One recorded utterance (a reference's anchor). */
+function utterance(fx: LedgerFixture): number {
+  const words = wordStoreOf(fx.ledger);
+  return words.write(() =>
+    words.recordUtterance({ text: "words", occurred_at: "2026-11-30T00:00:00.000Z", origin: "agent_cli" }),
+  );
+}
+
 function handedOff(fx: LedgerFixture) {
   fx.addProject("billing");
   const p = plan(fx, 1, { project: "billing" });
@@ -73,6 +82,9 @@ describe("op names (pinned)", () => {
       "reason-slots",
       "reason-fill",
       "headline-respond",
+      "note",
+      "reference-add",
+      "reference-mark",
     ]);
   });
 });
@@ -190,6 +202,40 @@ describe("applyOp: ok markers", () => {
         return { plan_id: p.plan_id, finding_id: "active_constraint:nk_34676ea5f:1", action: "proceed" };
       },
       marker: { finding_id: "active_constraint:nk_34676ea5f:1", action: "proceed", by: "agent", adopted: 1 },
+    },
+    {
+      op: "note",
+      input: () => ({ text: "Finance reconciles weekly", at: "2026-11-30 14:00" }),
+      marker: { origin: "agent_cli", occurred_at: "2026-11-30T14:00:00.000Z", reason_id: null },
+    },
+    {
+      op: "reference-add",
+      input: (fx) => ({
+        kind: "doc",
+        label: "spec",
+        occurred_at: "2026-11-01",
+        utterance: utterance(fx),
+        uri: "https://d/1",
+      }),
+      marker: { verifiability: "linked", stance: "supports" },
+    },
+    {
+      op: "reference-mark",
+      input: (fx) => {
+        const words = wordStoreOf(fx.ledger);
+        const ref = words.write(() => {
+          const id = words.addReference({
+            kind: "doc",
+            label: "spec",
+            uri: "https://d/1",
+            occurred_at: "2026-11-01T00:00:00.000Z",
+          });
+          words.link({ reference_id: id, utterance_id: utterance(fx) });
+          return id;
+        });
+        return { reference_id: ref, ok: true };
+      },
+      marker: { verdict: "ok", checks: 1 },
     },
   ];
 

@@ -21,6 +21,8 @@ describe("ledger event types", () => {
       "plan.skill_recorded",
       "reasons.closed",
       "reasons.filled",
+      "reference.added",
+      "reference.checked",
       "step.completed",
       "step.failed",
       "step.heartbeat",
@@ -29,6 +31,7 @@ describe("ledger event types", () => {
       "step.needs_review",
       "step.reopened",
       "step.run_started",
+      "utterance.recorded",
     ]);
   });
 

@@ -27,6 +27,9 @@ export const LedgerEvent = {
   ReasonsFilled: "reasons.filled",
   /** The close wrote its reasons (payload: close_mode and what each rule and the backstop wrote). */
   ReasonsClosed: "reasons.closed",
+  UtteranceRecorded: "utterance.recorded",
+  ReferenceAdded: "reference.added",
+  ReferenceChecked: "reference.checked",
 } as const;
 export type LedgerEvent = (typeof LedgerEvent)[keyof typeof LedgerEvent];
 

@@ -11,6 +11,8 @@ import type { RunStepOptions } from "./run-step.js";
 /** What a flow gets besides its input. */
 export interface OpContext {
   cwd?: string;
+  /** The caller is a person at a terminal (the CLI with stdin a TTY); unset everywhere else. */
+  interactive?: boolean;
   run?: RunStepOptions;
 }
 

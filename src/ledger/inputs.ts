@@ -146,5 +146,8 @@ export const Op = {
   ReasonSlots: "reason-slots",
   ReasonFill: "reason-fill",
   HeadlineRespond: "headline-respond",
+  Note: "note",
+  ReferenceAdd: "reference-add",
+  ReferenceMark: "reference-mark",
 } as const;
 export type Op = (typeof Op)[keyof typeof Op];

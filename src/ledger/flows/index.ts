@@ -8,6 +8,7 @@ import { HEADLINE_RESPOND_FLOW } from "../../provenance/reasons/headline-respond
 // Provenance flows live in their area (their definitions exported there); importing the door also
 // registers the close-time reasons on the ledger's onPlanClosing hook.
 import { REASON_FILL_FLOW, REASON_SLOTS_FLOW } from "../../provenance/reasons/index.js";
+import { NOTE_FLOW, REFERENCE_ADD_FLOW, REFERENCE_MARK_FLOW } from "../../provenance/words/flows.js";
 import type { FlowDef } from "../flow.js";
 import type { Op } from "../inputs.js";
 import { ABANDON_PLAN_FLOW } from "./abandon-plan.js";
@@ -49,6 +50,9 @@ export const FLOWS = [
   REASON_SLOTS_FLOW,
   REASON_FILL_FLOW,
   HEADLINE_RESPOND_FLOW,
+  NOTE_FLOW,
+  REFERENCE_ADD_FLOW,
+  REFERENCE_MARK_FLOW,
 ] as const satisfies readonly AnyFlow[];
 
 /** The flow of each op. */

@@ -18,6 +18,7 @@ import {
   str,
 } from "../../core/index.js";
 import { headlineAtPublish } from "../../provenance/reasons/headline-publish.js";
+import { recordPlanSession } from "../../provenance/words/session.js";
 import type { StepRow } from "../../store/index.js";
 import { blankStep, gitRoot, type LedgerCore, NO_PROJECT } from "../core.js";
 import { LedgerEvent } from "../events.js";
@@ -152,6 +153,7 @@ export function publishPlan(l: LedgerCore, input: PublishInput, ctx: { cwd?: str
       user_query: l.red(input.user_query) ?? null,
       extensions: Object.keys(extensions).length ? l.redactor.redact(JSON.stringify(extensions)) : null,
     });
+    const sessionId = recordPlanSession(l, planId, project);
     const steps = input.steps.map((s, i) => {
       const row = l.newStepRow(planId, topStepId(planId, i), null, i + 1, 0, s, now);
       l.store.insertStep(row);
@@ -212,6 +214,7 @@ export function publishPlan(l: LedgerCore, input: PublishInput, ctx: { cwd?: str
         status: s.status,
       })),
       review_step_id: review.step_id,
+      session_id: sessionId,
       ...(skills.length ? { skills_recorded: skills.length, skills } : {}),
       ...(Array.isArray(input.expectations) ? { expectations_recorded: input.expectations.length } : {}),
       ...(notices.length ? { notice: notices.join("; ") } : {}),
@@ -258,6 +261,7 @@ export const PUBLISH_PLAN_FLOW = defineFlow({
     "step_ids",
     "steps",
     "review_step_id",
+    "session_id",
     "skills_recorded?",
     "skills?",
     "expectations_recorded?",

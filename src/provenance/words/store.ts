@@ -1,0 +1,255 @@
+/**
+ * `WordStore`: the words area's tables behind one interface (utterances, references, their links
+ * and checks), with the SQLite implementation over the ledger's database file. Writes run inside
+ * the caller's write transaction (the ledger's `store.tx`, or {@link SqliteWordStore.write} for
+ * the prompt hook) so the hash chain never forks. Kept free of the ledger and of the CLI: the
+ * prompt hook loads this file, `rows.ts` and the chain, and nothing else of Ratchet.
+ */
+import { realpathSync } from "node:fs";
+import { resolve, sep } from "node:path";
+import type { SqliteDb } from "../../store/index.js";
+import { insertChained, insertRow } from "../rows.js";
+import {
+  type NewLink,
+  type NewReference,
+  type NewUtterance,
+  type PlanWindow,
+  type ReferenceCheckRow,
+  type ReferenceLinkRow,
+  type ReferenceRow,
+  type Stance,
+  type UtteranceRow,
+  type Verdict,
+  verifiabilityOf,
+} from "./types.js";
+
+/** A reference as linked to one anchor, with the link's stance. */
+export type LinkedReference = ReferenceRow & { stance: Stance };
+
+export interface WordStore {
+  // ── writes (inside a write transaction) ──
+  /** Appends one utterance (chained); `recorded_at` is the store's clock. Returns its id. */
+  recordUtterance(u: NewUtterance): number;
+  /** Appends one reference (chained, verifiability derived). Returns its id. */
+  addReference(r: NewReference): number;
+  /** Links a reference to a reason or an utterance. Returns the link's id. */
+  link(l: NewLink): number;
+  /** Appends a check and sets the reference's `last_checked`. */
+  addCheck(referenceId: number, verdict: Verdict, note: string | null): ReferenceCheckRow;
+
+  // ── reads ──
+  getUtterance(id: number): UtteranceRow | undefined;
+  getReference(id: number): ReferenceRow | undefined;
+  /** True when a `prov_change_reasons` row has this id (an anchor of a reference). */
+  reasonExists(id: number): boolean;
+  utterancesOfPlan(planId: string): UtteranceRow[];
+  /** The project's utterances with `from ≤ occurred_at ≤ to` (`to` null: open end). */
+  utterancesOfProject(project: string, from: string, to: string | null): UtteranceRow[];
+  utterancesOfSession(sessionId: string): UtteranceRow[];
+  /** Distinct session ids of the utterances attributed to the plan. */
+  sessionsOfPlan(planId: string): string[];
+  /** The plan's window and attribution, or undefined for an unknown plan. */
+  planWindow(planId: string): PlanWindow | undefined;
+  referencesOfUtterance(utteranceId: number): LinkedReference[];
+  referencesOfReason(reasonId: number): LinkedReference[];
+  linksOfReference(referenceId: number): ReferenceLinkRow[];
+  checksOf(referenceId: number): ReferenceCheckRow[];
+  /** Linked references never checked, or last checked before `cutoff` (oldest first). */
+  pendingReferences(cutoff: string): ReferenceRow[];
+  /** The session of the newest hook utterance of the project at or after `since`. */
+  recentHookSession(project: string, since: string): string | undefined;
+  /** The registered project whose repo contains `path` (realpath; the deepest repo wins). */
+  projectForPath(path: string): string | undefined;
+  /** The project's newest IN_PROGRESS plan. */
+  newestOpenPlan(project: string): string | undefined;
+}
+
+/** A prepared statement, parameters positional or named. */
+interface Stmt {
+  run(...params: unknown[]): unknown;
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+}
+
+/** The SQLite implementation of {@link WordStore}. */
+export class SqliteWordStore implements WordStore {
+  readonly db: SqliteDb;
+  readonly #now: () => string;
+  readonly #stmts = new Map<string, Stmt>();
+
+  constructor(db: SqliteDb, now: () => string = () => new Date().toISOString()) {
+    this.db = db;
+    this.#now = now;
+  }
+
+  #s(sql: string): Stmt {
+    let s = this.#stmts.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql) as unknown as Stmt;
+      this.#stmts.set(sql, s);
+    }
+    return s;
+  }
+
+  /** Runs `fn` in a write transaction (`BEGIN IMMEDIATE`), or inside the caller's open one. */
+  write<T>(fn: () => T): T {
+    if (this.db.inTransaction) return fn();
+    return this.db.transaction(fn).immediate();
+  }
+
+  recordUtterance(u: NewUtterance): number {
+    return insertChained(this.db, "prov_utterances", {
+      session_id: u.session_id ?? null,
+      project: u.project ?? null,
+      plan_id: u.plan_id ?? null,
+      text: u.text,
+      occurred_at: u.occurred_at,
+      recorded_at: this.#now(),
+      visibility: u.visibility ?? "personal",
+      origin: u.origin,
+    });
+  }
+
+  addReference(r: NewReference): number {
+    const uri = r.uri ?? null;
+    return insertChained(this.db, "prov_references", {
+      project: r.project ?? null,
+      kind: r.kind,
+      uri,
+      label: r.label,
+      occurred_at: r.occurred_at,
+      registered_at: this.#now(),
+      verifiability: verifiabilityOf(r.kind, uri),
+      visibility: r.visibility ?? "shareable",
+    });
+  }
+
+  link(l: NewLink): number {
+    return insertRow(this.db, "prov_reference_links", {
+      reason_id: l.reason_id ?? null,
+      reference_id: l.reference_id,
+      utterance_id: l.utterance_id ?? null,
+      stance: l.stance ?? "supports",
+    });
+  }
+
+  addCheck(referenceId: number, verdict: Verdict, note: string | null): ReferenceCheckRow {
+    const checkedAt = this.#now();
+    const id = insertChained(this.db, "prov_reference_checks", {
+      reference_id: referenceId,
+      checked_at: checkedAt,
+      verdict,
+      note,
+    });
+    this.#s("UPDATE prov_references SET last_checked = ? WHERE id = ?").run(checkedAt, referenceId);
+    return this.#s("SELECT * FROM prov_reference_checks WHERE id = ?").get(id) as ReferenceCheckRow;
+  }
+
+  getUtterance(id: number): UtteranceRow | undefined {
+    return this.#s("SELECT * FROM prov_utterances WHERE id = ?").get(id) as UtteranceRow | undefined;
+  }
+
+  getReference(id: number): ReferenceRow | undefined {
+    return this.#s("SELECT * FROM prov_references WHERE id = ?").get(id) as ReferenceRow | undefined;
+  }
+
+  reasonExists(id: number): boolean {
+    return this.#s("SELECT 1 FROM prov_change_reasons WHERE id = ?").get(id) !== undefined;
+  }
+
+  utterancesOfPlan(planId: string): UtteranceRow[] {
+    return this.#s("SELECT * FROM prov_utterances WHERE plan_id = ? ORDER BY id").all(
+      planId,
+    ) as UtteranceRow[];
+  }
+
+  utterancesOfProject(project: string, from: string, to: string | null): UtteranceRow[] {
+    return this.#s(
+      "SELECT * FROM prov_utterances WHERE project = @project AND occurred_at >= @from AND (@to IS NULL OR occurred_at <= @to) ORDER BY id",
+    ).all({ project, from, to }) as UtteranceRow[];
+  }
+
+  utterancesOfSession(sessionId: string): UtteranceRow[] {
+    return this.#s("SELECT * FROM prov_utterances WHERE session_id = ? ORDER BY id").all(
+      sessionId,
+    ) as UtteranceRow[];
+  }
+
+  sessionsOfPlan(planId: string): string[] {
+    return (
+      this.#s(
+        "SELECT DISTINCT session_id FROM prov_utterances WHERE plan_id = ? AND session_id IS NOT NULL ORDER BY session_id",
+      ).all(planId) as { session_id: string }[]
+    ).map((r) => r.session_id);
+  }
+
+  planWindow(planId: string): PlanWindow | undefined {
+    return this.#s(
+      "SELECT plan_id, project, created_at, finished_at, session_id FROM plans WHERE plan_id = ?",
+    ).get(planId) as PlanWindow | undefined;
+  }
+
+  referencesOfUtterance(utteranceId: number): LinkedReference[] {
+    return this.#s(
+      "SELECT r.*, l.stance FROM prov_reference_links l JOIN prov_references r ON r.id = l.reference_id WHERE l.utterance_id = ? ORDER BY r.id",
+    ).all(utteranceId) as LinkedReference[];
+  }
+
+  referencesOfReason(reasonId: number): LinkedReference[] {
+    return this.#s(
+      "SELECT r.*, l.stance FROM prov_reference_links l JOIN prov_references r ON r.id = l.reference_id WHERE l.reason_id = ? ORDER BY r.id",
+    ).all(reasonId) as LinkedReference[];
+  }
+
+  linksOfReference(referenceId: number): ReferenceLinkRow[] {
+    return this.#s("SELECT * FROM prov_reference_links WHERE reference_id = ? ORDER BY id").all(
+      referenceId,
+    ) as ReferenceLinkRow[];
+  }
+
+  checksOf(referenceId: number): ReferenceCheckRow[] {
+    return this.#s("SELECT * FROM prov_reference_checks WHERE reference_id = ? ORDER BY id").all(
+      referenceId,
+    ) as ReferenceCheckRow[];
+  }
+
+  pendingReferences(cutoff: string): ReferenceRow[] {
+    return this.#s(
+      "SELECT * FROM prov_references WHERE verifiability = 'linked' AND (last_checked IS NULL OR last_checked < ?) ORDER BY coalesce(last_checked, ''), id",
+    ).all(cutoff) as ReferenceRow[];
+  }
+
+  recentHookSession(project: string, since: string): string | undefined {
+    const r = this.#s(
+      "SELECT session_id FROM prov_utterances WHERE project = ? AND origin = 'hook' AND session_id IS NOT NULL AND recorded_at >= ? ORDER BY id DESC LIMIT 1",
+    ).get(project, since) as { session_id: string } | undefined;
+    return r?.session_id;
+  }
+
+  projectForPath(path: string): string | undefined {
+    let p: string;
+    try {
+      p = realpathSync(path);
+    } catch {
+      p = resolve(path);
+    }
+    const rows = this.#s("SELECT name, repo_path FROM projects WHERE repo_path IS NOT NULL").all() as {
+      name: string;
+      repo_path: string;
+    }[];
+    let best: { name: string; repo_path: string } | undefined;
+    for (const r of rows) {
+      const repo = r.repo_path.endsWith(sep) ? r.repo_path.slice(0, -1) : r.repo_path;
+      if ((p === repo || p.startsWith(repo + sep)) && (!best || repo.length > best.repo_path.length))
+        best = { name: r.name, repo_path: repo };
+    }
+    return best?.name;
+  }
+
+  newestOpenPlan(project: string): string | undefined {
+    const r = this.#s(
+      "SELECT plan_id FROM plans WHERE project = ? AND status = 'IN_PROGRESS' ORDER BY created_at DESC, rowid DESC LIMIT 1",
+    ).get(project) as { plan_id: string } | undefined;
+    return r?.plan_id;
+  }
+}
