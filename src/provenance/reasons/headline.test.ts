@@ -2,9 +2,9 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { applyOp } from "../../ledger/index.js";
-import { type Fixture, fixture, NODES } from "./why-fixture.js";
 import { nodeSourceFor as analyserSource } from "../nodes/index.js";
 import { useNodeSource } from "./node-source.js";
+import { type Fixture, fixture, NODES } from "./why-fixture.js";
 
 const fixtures: Fixture[] = [];
 afterEach(() => {

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { nodeSourceFor as analyserSource } from "../nodes/index.js";
 import { boundedRead, evidenceLevel, markSpan, trimToBudget } from "./read.js";
 import { why } from "./why.js";
 import { type Fixture, fixture, NODES } from "./why-fixture.js";
 import { renderWhy } from "./why-format.js";
-import { nodeSourceFor as analyserSource } from "../nodes/index.js";
 import { SqliteWhyStore } from "./why-store.js";
 
 const fixtures: Fixture[] = [];
