@@ -4,7 +4,7 @@
  */
 import type { Command } from "commander";
 import { ErrorCode, RatchetError } from "../core/index.js";
-import { gitRoot } from "../ledger/index.js";
+import { projectHolding } from "../provenance/project-of.js";
 import type { NodeEvent, NodeSnapshot } from "../provenance/types.js";
 import type { SqliteStore } from "../store/index.js";
 import { type GlobalOptions, withContext } from "./context.js";
@@ -23,8 +23,7 @@ function projectOf(store: SqliteStore, flag: string | undefined): string {
       });
     return flag;
   }
-  const root = gitRoot(process.cwd());
-  const here = root ? store.projectForRepo(root) : undefined;
+  const here = projectHolding(store.listProjects(), process.cwd());
   if (!here)
     throw new RatchetError(
       ErrorCode.Usage,
@@ -33,7 +32,7 @@ function projectOf(store: SqliteStore, flag: string | undefined): string {
         field: "project",
       },
     );
-  return here.name;
+  return here;
 }
 
 const span = (n: NodeSnapshot) => `${n.file_path}:${n.line_start}-${n.line_end}`;

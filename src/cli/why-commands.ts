@@ -7,7 +7,7 @@
  */
 import type { Command } from "commander";
 import { ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
-import { gitRoot } from "../ledger/index.js";
+import { projectHolding } from "../provenance/project-of.js";
 import { withContext } from "./context.js";
 import { INPUT_FILE } from "./flow-args.js";
 import { err, out } from "./io.js";
@@ -49,8 +49,7 @@ export async function whyCommand(
     return await withContext(o, (ctx) => {
       let project = o.project;
       if (project === undefined) {
-        const repo = gitRoot(process.cwd());
-        project = repo ? ctx.store.projectForRepo(repo)?.name : undefined;
+        project = projectHolding(ctx.store.listProjects(), process.cwd());
       } else if (!ctx.store.getProject(project))
         throw new RatchetError(ErrorCode.ProjectNotFound, `--project: project ${project} is not registered`, {
           field: "project",

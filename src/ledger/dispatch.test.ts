@@ -1,8 +1,10 @@
+import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { headTail, truncationMarker, utf8Length } from "../core/index.js";
 import { insertReason, seedProject } from "../provenance/reasons/why-fixture.js";
 import { wordStoreOf } from "../provenance/words/index.js";
 import { type LedgerFixture, makeLedgerFixture } from "../testing/ledger-fixtures.js";
+import { reviewedPlan } from "../testing/prov-repo.js";
 import { applyOp, OP_NAMES, type OpOutcome } from "./dispatch.js";
 import type { Op } from "./inputs.js";
 
@@ -27,22 +29,21 @@ function plan(fx: LedgerFixture, n = 2, extra: Parameters<LedgerFixture["publish
   return { id: p.plan_id, steps: p.step_ids.slice(0, n), review: p.review_step_id };
 }
 
-/** A handed-off plan of `billing` whose review run changed one node (`nk_1`). */
-function analysed(fx: LedgerFixture) {
-  const p = handedOff(fx);
-  fx.store.tx(() => {
-    fx.store.db
-      .prepare(
-        "INSERT INTO prov_analysis_runs (id, project, plan_id, step_id, trigger, created_at) VALUES (1, 'billing', ?, ?, 'review', 't')",
-      )
-      .run(p.id, `${p.id}-REVIEW.1`);
-    fx.store.db
-      .prepare(
-        "INSERT INTO prov_node_events (run_id, seq, event_type, node_key, payload) VALUES (1, 1, 'node_added', 'nk_1', '{}')",
-      )
-      .run();
+/**
+ * A plan of `billing` on a real git repo, handed off to -REVIEW.1: the analyser's review run found
+ * the added `fiscal_week` (its key in `added`).
+ */
+async function analysed(fx: LedgerFixture) {
+  const p = await reviewedPlan(fx.ledger, {
+    project: "billing",
+    repo: join(fx.dir, "billing"),
+    files: { "billing/weeks.py": "def load_orders(path):\n    return path\n" },
+    edits: {
+      "billing/weeks.py":
+        "def load_orders(path):\n    return path\n\n\ndef fiscal_week(day):\n    return day.isocalendar()[1]\n",
+    },
   });
-  return p;
+  return { id: p.planId, added: p.key("billing.weeks.fiscal_week") };
 }
 
 /** One recorded utterance (a reference's anchor). */
@@ -184,10 +185,13 @@ describe("applyOp: ok markers", () => {
       marker: { status: "IN_PROGRESS" },
     },
     { op: "sweep", input: () => ({}), marker: { count: 0 } },
-    { op: "reason-slots", input: (fx) => ({ plan_id: analysed(fx).id }), marker: {} },
+    { op: "reason-slots", input: async (fx) => ({ plan_id: (await analysed(fx)).id }), marker: {} },
     {
       op: "reason-fill",
-      input: (fx) => ({ plan_id: analysed(fx).id, reasons: [{ node_key: "nk_1", unstated: true }] }),
+      input: async (fx) => {
+        const p = await analysed(fx);
+        return { plan_id: p.id, reasons: [{ node_key: p.added, unstated: true }] };
+      },
       marker: {},
     },
     {
@@ -245,7 +249,7 @@ describe("applyOp: ok markers", () => {
 
   it.each(rows)("$op", async ({ op, input, marker }) => {
     const fx = setup();
-    const out = await apply(fx, op, input(fx));
+    const out = await apply(fx, op, await input(fx));
     expect(out.error).toBeUndefined();
     expect(out.ok).toBe(true);
     expect(out.op).toBe(op);

@@ -11,9 +11,12 @@ import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { assertBuilt, makeWorkspace, query, type TestWorkspace } from "../helpers/cli.js";
 
-const LOAD = "nk_34676ea5f1d4";
+/** The key the analyser gave load_orders at the first run. */
+let LOAD = "";
 const LOAD_QN = "shop.pipeline.load_orders";
-const FID = "active_constraint:nk_34676ea5f:1";
+/** Finding ids carry the key's first 12 characters (set once the analyser has minted it). */
+let FID = "";
+let SIM = "";
 
 let ws: TestWorkspace;
 let repo: string;
@@ -45,22 +48,17 @@ beforeAll(async () => {
   execFileSync("git", ["init", "-q"], { cwd: repo });
   const add = await ws.run(["project", "add", "shop", "--repo", repo]);
   expect(add.status, add.stderr).toBe(0);
-  // What a node source records for one analysis run (the node area writes these rows).
+  // The first analysis run of the repo, by the real analyser.
+  const refresh = await ws.run(["graph", "refresh", "--project", "shop", "--trigger", "register"]);
+  expect(refresh.status, refresh.stderr).toBe(0);
+  const show = await ws.run(["graph", "show", LOAD_QN, "--project", "shop", "--json"]);
+  expect(show.status, show.stderr).toBe(0);
+  LOAD = JSON.parse(show.stdout).resolved.node_key;
+  expect(LOAD).toMatch(/^nk_[0-9a-f]{12}$/);
+  FID = `active_constraint:${LOAD.slice(0, 12)}:1`;
+  SIM = `similar_intent:${LOAD.slice(0, 12)}:1`;
   const db = new Database(ws.dbPath);
   const t = "2026-11-20T09:12:00.000Z";
-  const run = Number(
-    db
-      .prepare(
-        "INSERT INTO prov_analysis_runs (project, trigger, commit_sha, created_at) VALUES ('shop', 'register', 'abc', ?)",
-      )
-      .run(t).lastInsertRowid,
-  );
-  db.prepare(
-    "INSERT INTO prov_node_snapshots (run_id, node_key, node_type, qualified_name, file_path, line_start, line_end) VALUES (?, ?, 'function', ?, 'shop/pipeline.py', 1, 2)",
-  ).run(run, LOAD, LOAD_QN);
-  db.prepare(
-    "INSERT INTO prov_node_events (run_id, seq, event_type, node_key) VALUES (?, 1, 'node_added', ?)",
-  ).run(run, LOAD);
   const reason = (cols: string, vals: unknown[]) =>
     Number(
       db
@@ -124,7 +122,7 @@ describe("headline through the CLI", () => {
       headline: { findings: { id: string; response: unknown }[]; summary: Record<string, number> };
     };
     planId = result.plan_id;
-    expect(result.headline.findings.map((f) => f.id)).toEqual([FID, "similar_intent:nk_34676ea5f:1"]);
+    expect(result.headline.findings.map((f) => f.id)).toEqual([FID, SIM]);
     expect(result.headline.summary).toMatchObject({
       blocking: 1,
       unanswered: 0,
@@ -146,14 +144,12 @@ describe("headline through the CLI", () => {
     expect(show.status).toBe(0);
     expect(show.stdout).toMatch(/^headline #\d+ · orders-/);
     expect(show.stdout).toContain(`! ${FID} · blocking · hard · asserted · ${LOAD_QN}`);
-    expect(show.stdout).toContain(
-      `unanswered: ratchet headline respond ${planId} similar_intent:nk_34676ea5f:1`,
-    );
+    expect(show.stdout).toContain(`unanswered: ratchet headline respond ${planId} ${SIM}`);
     const r = await ws.run([
       "headline",
       "respond",
       planId,
-      "similar_intent:nk_34676ea5f:1",
+      SIM,
       "--action",
       "revise",
       "--rationale",
@@ -166,13 +162,13 @@ describe("headline through the CLI", () => {
       ok: true,
       op: "headline-respond",
       plan_id: planId,
-      finding_id: "similar_intent:nk_34676ea5f:1",
+      finding_id: SIM,
       action: "revise",
       by: "agent",
       adopted: 3,
     });
     const before = counts();
-    const again = await ws.run(["headline", "ack", planId, "similar_intent:nk_34676ea5f:1"]);
+    const again = await ws.run(["headline", "ack", planId, SIM]);
     expect(again.status).toBe(2);
     expect(again.stderr).toMatch(/already answered on the latest headline of/);
     const badAction = await ws.run(["headline", "respond", planId, FID, "--action", "maybe"]);

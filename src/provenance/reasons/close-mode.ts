@@ -12,9 +12,9 @@
  * A file that cannot be read or parsed, or any other value, is a load error: the close uses `ask`
  * and the error is logged on the review step (`[REASONS] close_mode: …`).
  */
-import { existsSync, readFileSync } from "node:fs";
-import { homedir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { type ExtensionsLookup, extensionsFile, readJsonFile } from "./extensions.js";
 
 export const CloseMode = { Ask: "ask", Pending: "pending" } as const;
 export type CloseMode = (typeof CloseMode)[keyof typeof CloseMode];
@@ -27,23 +27,9 @@ export interface CloseModeSetting {
   error?: string;
 }
 
-export interface CloseModeLookup {
-  /** The project's repository (its `provledger-extensions.json`). */
-  repo?: string | null;
+export interface CloseModeLookup extends ExtensionsLookup {
   /** The workspace folder (`.ratchet/`), for `config.json`. */
   workspaceDir?: string | null;
-  env?: NodeJS.ProcessEnv;
-  home?: string;
-}
-
-/** The extensions files in lookup order. */
-export function extensionsCandidates(l: CloseModeLookup): string[] {
-  const env = l.env ?? process.env;
-  const out: string[] = [];
-  if (l.repo) out.push(join(l.repo, "provledger-extensions.json"));
-  if (env.PROVLEDGER_EXTENSIONS) out.push(env.PROVLEDGER_EXTENSIONS);
-  out.push(join(l.home ?? homedir(), "skill-workspace", "provledger-extensions.json"));
-  return out;
 }
 
 function valueAt(doc: unknown, path: readonly string[]): unknown {
@@ -56,16 +42,10 @@ function valueAt(doc: unknown, path: readonly string[]): unknown {
 }
 
 function readMode(file: string, path: readonly string[], requireVersion: boolean): CloseModeSetting {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(readFileSync(file, "utf8"));
-  } catch (e) {
-    return {
-      mode: CloseMode.Ask,
-      source: file,
-      error: `${file}: cannot be read as JSON (${(e as Error).message})`,
-    };
-  }
+  const read = readJsonFile(file);
+  if ("error" in read)
+    return { mode: CloseMode.Ask, source: file, error: `${file}: cannot be read as JSON (${read.error})` };
+  const doc = read.doc;
   if (requireVersion && valueAt(doc, ["version"]) !== 1)
     return { mode: CloseMode.Ask, source: file, error: `${file}: \`version\` must be 1` };
   const v = valueAt(doc, path);
@@ -80,7 +60,7 @@ function readMode(file: string, path: readonly string[], requireVersion: boolean
 
 /** The close mode of a project, with where it came from and any load error. */
 export function loadCloseMode(l: CloseModeLookup): CloseModeSetting {
-  const ext = extensionsCandidates(l).find((f) => existsSync(f));
+  const ext = extensionsFile(l);
   if (ext) return readMode(ext, ["reasons", "close_mode"], true);
   if (l.workspaceDir) {
     const cfg = join(l.workspaceDir, "config.json");

@@ -4,10 +4,11 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { applyOp } from "../../ledger/index.js";
+import { nodeSourceFor as analyserSource } from "../nodes/index.js";
 import { insertRow } from "../rows.js";
 import type { NodeSource } from "../types.js";
 import { loadCloseMode } from "./close-mode.js";
-import { RowNodeSource, useNodeSource } from "./node-source.js";
+import { useNodeSource } from "./node-source.js";
 import { FISCAL_WEEK, LOAD_ORDERS, PLAN, REVIEW1, type ShopFixture, shopFixture } from "./test-kit.js";
 
 let fx: ShopFixture;
@@ -60,9 +61,9 @@ function touch(seq: number, key: string, qn: string, event: string, payload: unk
 describe("close-time rules", () => {
   it("R0: a sentence naming more than 3 touched nodes is generic → ambiguous, no reason", () => {
     fx = shopFixture({ words: false, constraintOn: "nk_elsewhere" });
-    touch(3, "nk_b", "shop.other.build_weeks", "node_changed", { changed: ["struct_sig"] });
-    touch(4, "nk_c", "shop.other.merge_weeks", "node_changed", { changed: ["struct_sig"] });
-    touch(5, "nk_d", "shop.other.emit_weeks", "node_changed", { changed: ["struct_sig"] });
+    touch(3, "nk_00000000000b", "shop.other.build_weeks", "node_changed", { changed: ["struct_sig"] });
+    touch(4, "nk_00000000000c", "shop.other.merge_weeks", "node_changed", { changed: ["struct_sig"] });
+    touch(5, "nk_00000000000d", "shop.other.emit_weeks", "node_changed", { changed: ["struct_sig"] });
     fx.utterance({ text: "Rework load_orders, build_weeks, merge_weeks and emit_weeks." });
     fx.closeReview();
     expect(reasonsOf().every((r) => r.tier === "unstated")).toBe(true);
@@ -72,11 +73,11 @@ describe("close-time rules", () => {
   });
 
   it("a node only matched (no other event) is not touched: no rule writes for it", () => {
-    fx = shopFixture({ constraintOn: "nk_m" });
-    touch(3, "nk_m", "shop.other.weekly_total", "node_matched", { via: "name" });
+    fx = shopFixture({ constraintOn: "nk_0000000000ee" });
+    touch(3, "nk_0000000000ee", "shop.other.weekly_total", "node_matched", { via: "name" });
     fx.utterance({ text: "Leave weekly_total alone." });
     fx.closeReview();
-    expect(reasonsOf().some((r) => r.node_key === "nk_m")).toBe(false);
+    expect(reasonsOf().some((r) => r.node_key === "nk_0000000000ee")).toBe(false);
   });
 
   it("R1: a run failed then passed and the passing log names the node", () => {
@@ -106,13 +107,18 @@ describe("close-time rules", () => {
 
   it("R4: renamed/moved with struct_sig unchanged is a pure refactor (not a slot)", () => {
     fx = shopFixture({ words: false, constraintOn: "nk_elsewhere" });
-    touch(3, "nk_r", "shop.other.weeks_of", "node_renamed", {
+    touch(3, "nk_0000000000ae", "shop.other.weeks_of", "node_renamed", {
       from: "shop.other.week_of",
       to: "shop.other.weeks_of",
     });
     fx.closeReview();
     expect(reasonsOf()).toContainEqual(
-      expect.objectContaining({ node_key: "nk_r", tier: "derived", rule_id: "R4", role: "reason" }),
+      expect.objectContaining({
+        node_key: "nk_0000000000ae",
+        tier: "derived",
+        rule_id: "R4",
+        role: "reason",
+      }),
     );
   });
 
@@ -184,7 +190,7 @@ describe("the close never stops, never half-writes", () => {
     // A source whose last changed node has no key: R0 writes load_orders' row, then the backstop's
     // insert for the keyless node fails its CHECK — after a write, inside the close.
     const restore = useNodeSource((store) => {
-      const real = new RowNodeSource(store);
+      const real = analyserSource(store);
       const ghost = {
         node_key: null as unknown as string,
         qualified_name: "ghost",
@@ -194,7 +200,7 @@ describe("the close never stops, never half-writes", () => {
       };
       const broken: NodeSource = {
         hasGraph: (p) => real.hasGraph(p),
-        refresh: () => real.refresh(),
+        refresh: (p, o) => real.refresh(p, o),
         changedNodes: (id) => [...real.changedNodes(id), ghost],
         touchedNodes: (id) => real.touchedNodes(id),
         history: (k) => real.history(k),

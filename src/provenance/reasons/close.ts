@@ -16,6 +16,7 @@ import { childStepId } from "../../ledger/ids.js";
 import { StepStatus } from "../../ledger/states.js";
 import { type PlanRow, SqliteStore, type StepRow } from "../../store/index.js";
 import type { NodeSource } from "../types.js";
+import { candidateUtterances, SqliteWordStore } from "../words/index.js";
 import { CloseMode, loadCloseMode } from "./close-mode.js";
 import { nodeSourceFor } from "./node-source.js";
 import {
@@ -152,7 +153,7 @@ export function writeClose(
     at,
   });
 
-  const utterances = reasons.candidateUtterances(plan);
+  const utterances = candidateUtterances(new SqliteWordStore(reasons.db), planId);
   const runs = runLogs(l, planId);
   const previous = previousReview(l, reasons, plan);
   for (const n of touched) {

@@ -8,6 +8,7 @@ import type { LedgerCore } from "../../ledger/core.js";
 import type { PlanRow, SqliteStore } from "../../store/index.js";
 import { sqliteOf } from "../db.js";
 import type { NodeSource } from "../types.js";
+import { SqliteWordStore, type WordStore } from "../words/index.js";
 import { nodeSourceFor } from "./node-source.js";
 import { SqliteReasonStore } from "./store.js";
 
@@ -16,6 +17,8 @@ export interface ReasonContext {
   project: string;
   nodes: NodeSource;
   reasons: SqliteReasonStore;
+  /** The user's words and the references (the words area's store). */
+  words: WordStore;
   sqlite: SqliteStore;
 }
 
@@ -55,5 +58,12 @@ export function reasonContext(l: LedgerCore, planId: string, project: string | u
   const sqlite = sqliteOf(l.store);
   const nodes = nodeSourceFor(sqlite);
   if (!nodes.hasGraph(name)) throw noStateGraph(planId, name, "never analysed");
-  return { plan, project: name, nodes, reasons: new SqliteReasonStore(sqlite), sqlite };
+  return {
+    plan,
+    project: name,
+    nodes,
+    reasons: new SqliteReasonStore(sqlite),
+    words: new SqliteWordStore(sqlite.db),
+    sqlite,
+  };
 }

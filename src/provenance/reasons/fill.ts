@@ -14,9 +14,10 @@ import { ErrorCode, RatchetError } from "../../core/index.js";
 import type { LedgerCore } from "../../ledger/core.js";
 import { LedgerEvent } from "../../ledger/events.js";
 import { defineFlow } from "../../ledger/flow.js";
+import type { WordStore } from "../words/index.js";
 import { reasonContext } from "./context.js";
 import { type Answer, parseFill, ReasonFillInput } from "./fill-input.js";
-import { Tier } from "./store.js";
+import { type ReasonStore, Tier } from "./store.js";
 import { charLength } from "./text.js";
 
 export interface ReasonFillResult extends Record<string, unknown> {
@@ -57,7 +58,7 @@ export function reasonFill(l: LedgerCore, raw: Record<string, unknown>): ReasonF
         { planId, unknown_keys: unknown },
       );
     // (4) referents.
-    for (const a of input.reasons) checkReferents(ctx.reasons, a);
+    for (const a of input.reasons) checkReferents(ctx.reasons, ctx.words, a);
 
     const by = input.source === "human" ? "human" : "agent";
     const recordedBy = input.source;
@@ -135,9 +136,9 @@ export function reasonFill(l: LedgerCore, raw: Record<string, unknown>): ReasonF
   });
 }
 
-function checkReferents(store: import("./store.js").ReasonStore, a: Answer): void {
+function checkReferents(store: ReasonStore, words: WordStore, a: Answer): void {
   if (a.shape === "stated") {
-    const u = store.utterance(a.utterance_id);
+    const u = words.getUtterance(a.utterance_id);
     if (!u) referent(`${a.path}.utterance_id`, `utterance ${a.utterance_id} is not recorded`);
     const len = charLength(u.text);
     const [s, e] = a.span;
@@ -149,7 +150,7 @@ function checkReferents(store: import("./store.js").ReasonStore, a: Answer): voi
   }
   if (a.shape === "asserted")
     for (const ref of a.refs)
-      if (!store.hasReference(ref)) referent(`${a.path}.refs`, `reference ${ref} is not recorded`);
+      if (!words.getReference(ref)) referent(`${a.path}.refs`, `reference ${ref} is not recorded`);
   for (const cited of a.because)
     if (!store.reason(cited)) referent(`${a.path}.because`, `reason ${cited} is not recorded`);
 }

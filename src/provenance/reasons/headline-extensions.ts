@@ -1,16 +1,13 @@
 /**
  * The `constraints` of `provledger-extensions.json`: human constraints anchored on nodes,
  * `{"constraints": [{"node": "<qualified name | nk_…>", "statement": "…", "block": true?}]}`.
- * The file is the first that exists of `<project repo>/provledger-extensions.json`,
- * `$PROVLEDGER_EXTENSIONS`, `~/skill-workspace/provledger-extensions.json` (never merged).
+ * The file is the one `extensions.ts` finds (the same as `close_mode`'s).
  * Each entry is imported once as a `role=constraint`, `tier=asserted`, `recorded_by=human` row
  * (plan_id `extensions`); `block` is read from the file each time, never stored.
  */
-import { existsSync, readFileSync } from "node:fs";
-import { homedir } from "node:os";
-import { join } from "node:path";
 import { ErrorCode, RatchetError } from "../../core/index.js";
 import type { NodeSource } from "../types.js";
+import { extensionsFile, readJsonFile } from "./extensions.js";
 import type { WhyStore } from "./why-store.js";
 
 export interface DeclaredConstraint {
@@ -24,12 +21,7 @@ export function extensionsPath(
   repo: string | null,
   env: NodeJS.ProcessEnv = process.env,
 ): string | undefined {
-  const candidates = [
-    repo ? join(repo, "provledger-extensions.json") : undefined,
-    env.PROVLEDGER_EXTENSIONS,
-    join(homedir(), "skill-workspace", "provledger-extensions.json"),
-  ];
-  return candidates.find((p): p is string => p !== undefined && p !== "" && existsSync(p));
+  return extensionsFile({ repo, env });
 }
 
 /**
@@ -38,14 +30,10 @@ export function extensionsPath(
  */
 export function declaredConstraints(file: string | undefined): DeclaredConstraint[] {
   if (!file) return [];
-  let doc: unknown;
-  try {
-    doc = JSON.parse(readFileSync(file, "utf8"));
-  } catch (e) {
-    throw new RatchetError(ErrorCode.InvalidValue, `${file}: not readable JSON (${(e as Error).message})`, {
-      file,
-    });
-  }
+  const read = readJsonFile(file);
+  if ("error" in read)
+    throw new RatchetError(ErrorCode.InvalidValue, `${file}: not readable JSON (${read.error})`, { file });
+  const doc = read.doc;
   const list = (doc as { constraints?: unknown } | null)?.constraints;
   if (list === undefined) return [];
   if (!Array.isArray(list))

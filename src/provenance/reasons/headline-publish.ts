@@ -8,7 +8,7 @@ import type { LedgerCore } from "../../ledger/core.js";
 import { LedgerEvent } from "../../ledger/events.js";
 import { SqliteStore } from "../../store/index.js";
 import { type HeadlineDoc, publishHeadline } from "./headline.js";
-import { nodeSourceFor } from "./why-node-source.js";
+import { nodeSourceFor } from "./node-source.js";
 import { SqliteWhyStore } from "./why-store.js";
 
 export function headlineAtPublish(

@@ -2,8 +2,9 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { applyOp } from "../../ledger/index.js";
+import { nodeSourceFor as analyserSource } from "../nodes/index.js";
+import { useNodeSource } from "./node-source.js";
 import { type Fixture, fixture, NODES } from "./why-fixture.js";
-import { setNodeSourceFactory, TableNodeSource } from "./why-node-source.js";
 
 const fixtures: Fixture[] = [];
 afterEach(() => {
@@ -209,14 +210,13 @@ describe("headline at publish", () => {
     expect(f.count("prov_change_reasons", "role = 'constraint'")).toBe(0);
   });
 
-  it("a node source plugged in with setNodeSourceFactory is the one publish reads", async () => {
+  it("a node source plugged in with useNodeSource is the one publish reads", async () => {
     const f = setup();
     const seen: string[] = [];
-    const table = new TableNodeSource(f.store.db);
-    setNodeSourceFactory(() => ({
-      ...table,
+    const table = analyserSource(f.store);
+    const restore = useNodeSource(() => ({
       hasGraph: (p: string) => table.hasGraph(p),
-      refresh: () => table.refresh(),
+      refresh: (p, o) => table.refresh(p, o),
       changedNodes: (id: string) => table.changedNodes(id),
       touchedNodes: (id: string) => table.touchedNodes(id),
       history: (k: string) => table.history(k),
@@ -230,7 +230,7 @@ describe("headline at publish", () => {
       expect(out.exitStatus).toBe(0);
       expect(seen).toEqual(["shop.pipeline.rollup"]);
     } finally {
-      setNodeSourceFactory((store) => new TableNodeSource(store.db));
+      restore();
     }
   });
 

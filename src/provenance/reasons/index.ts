@@ -16,9 +16,9 @@ export { reasonContext } from "./context.js";
 export { REASON_FILL_FLOW, type ReasonFillResult, reasonFill } from "./fill.js";
 export type { Answer, FillInput } from "./fill-input.js";
 export { parseFill } from "./fill-input.js";
-export { isSlotEvent, nodeSourceFor, RowNodeSource, useNodeSource } from "./node-source.js";
+export { nodeSourceFor, useNodeSource } from "./node-source.js";
 export { REASON_SLOTS_FLOW, type ReasonSlotsInput, type ReasonSlotsResult, reasonSlots } from "./slots.js";
-export type { NewInfluence, NewReason, NewTrigger, PlanWindow, ReasonRow, ReasonStore } from "./store.js";
+export type { NewInfluence, NewReason, NewTrigger, ReasonRow, ReasonStore } from "./store.js";
 export { SqliteReasonStore, Tier } from "./store.js";
 
 onPlanClosing(closeReasons);

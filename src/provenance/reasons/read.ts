@@ -6,6 +6,7 @@
  * {chars, pointer: "record #<id>"}`) or left out (counted in the section's `omitted`, with its
  * pointer); records past a section's cap are counted too. `--all` lifts the caps, not the budget.
  */
+import { type EvidenceLevel, evidenceLevel } from "../evidence.js";
 import type { NodeEvent, NodeSnapshot, NodeSource } from "../types.js";
 import type { Moment, NodeCounts, ReasonRow, Shown, SourceRow, WhyStore } from "./why-store.js";
 
@@ -20,7 +21,7 @@ const MIN_CUT_CHARS = 80;
 /** Characters of context kept either side of a quoted span. */
 const QUOTE_CONTEXT = 60;
 
-export type EvidenceLevel = "linked" | "verbal" | "task_context" | "unstated";
+export { type EvidenceLevel, evidenceLevel } from "../evidence.js";
 export type SectionName = "constraints" | "rejected" | "reasons";
 
 export interface Quote {
@@ -89,16 +90,6 @@ export interface ReadOptions {
   all?: boolean;
   /** Leave this plan's own claims out of prior claims. */
   exceptPlan?: string;
-}
-
-/** `linked` > `verbal` > `task_context` > `unstated` (spec §2.3), computed, never stored. */
-export function evidenceLevel(
-  r: Pick<ReasonRow, "tier" | "verbatim_utterance_id">,
-  sources: readonly Pick<SourceRow, "verifiability">[],
-): EvidenceLevel {
-  if (sources.some((s) => s.verifiability === "linked")) return "linked";
-  if (r.verbatim_utterance_id !== null || sources.some((s) => s.verifiability === "verbal")) return "verbal";
-  return r.tier === "unstated" ? "unstated" : "task_context";
 }
 
 /** The quoted words with the span marked «…», with a little context either side. */

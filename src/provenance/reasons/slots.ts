@@ -9,6 +9,7 @@ import type { LedgerCore } from "../../ledger/core.js";
 import { defineFlow } from "../../ledger/flow.js";
 import { id } from "../../ledger/inputs.js";
 import type { ChangedNode } from "../types.js";
+import { candidateUtterances } from "../words/index.js";
 import { reasonContext } from "./context.js";
 import type { ReasonRow } from "./store.js";
 import { checklistText, type DraftCandidate, draftFor } from "./text.js";
@@ -59,7 +60,7 @@ export function openSlots(changed: readonly ChangedNode[], rows: readonly Reason
  * @throws `plan_not_found` / `project_not_found` (3), `invalid_value` (2), `no_state_graph` (10).
  */
 export function reasonSlots(l: LedgerCore, input: ReasonSlotsInput): ReasonSlotsResult {
-  const { plan, project, nodes, reasons } = reasonContext(l, input.plan_id, input.project);
+  const { plan, project, nodes, reasons, words } = reasonContext(l, input.plan_id, input.project);
   const rows = reasons.reasonsOfPlan(plan.plan_id);
   const slots = openSlots(nodes.changedNodes(plan.plan_id), rows);
   const auto_filled = rows
@@ -73,7 +74,7 @@ export function reasonSlots(l: LedgerCore, input: ReasonSlotsInput): ReasonSlots
     auto_filled,
   };
   if (input.draft) {
-    const utterances = reasons.candidateUtterances(plan);
+    const utterances = candidateUtterances(words, plan.plan_id);
     result.draft = slots.map((s) => ({
       node_key: s.node_key,
       qualified_name: s.qualified_name,

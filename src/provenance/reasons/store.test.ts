@@ -1,12 +1,13 @@
-// The candidate-utterance rule of drafts and R0 (spec §4.2), over real rows.
+// The candidate-utterance rule of drafts and R0 (spec §4.2), over real rows: the reasons area reads
+// them through the words area's one reader (`candidateUtterances`).
 import { afterEach, describe, expect, it } from "vitest";
-import { SqliteReasonStore } from "./store.js";
+import { candidateUtterances, SqliteWordStore } from "../words/index.js";
 import { PLAN, type ShopFixture, shopFixture } from "./test-kit.js";
 
 let fx: ShopFixture;
 afterEach(() => fx?.dispose());
 
-describe("SqliteReasonStore.candidateUtterances", () => {
+describe("candidateUtterances (the draft and R0 material)", () => {
   it("takes the plan's, the project's inside the plan window, and its sessions' (plans.session_id too)", () => {
     fx = shopFixture({ words: false });
     fx.store.tx(() => fx.db.prepare("UPDATE plans SET session_id = 's-plan' WHERE plan_id = ?").run(PLAN));
@@ -28,9 +29,7 @@ describe("SqliteReasonStore.candidateUtterances", () => {
         .run(inside, inside),
     );
     expect(Number(other.lastInsertRowid)).toBeGreaterThan(0);
-    const plan = fx.store.getPlan(PLAN);
-    if (!plan) throw new Error("no plan");
-    const got = new SqliteReasonStore(fx.store).candidateUtterances(plan).map((u) => u.id);
+    const got = candidateUtterances(new SqliteWordStore(fx.db), PLAN).map((u) => u.id);
     expect(got).toEqual([ids.attributed, ids.window, ids.sameSession, ids.planSession]);
   });
 });

@@ -1,13 +1,12 @@
 /**
  * The reasons area's tables behind one interface (`ReasonStore`), with its SQLite implementation:
  * change reasons (hash-chained), the trigger log, influence rows, reference links anchored on a
- * reason, and the small reads reason-slots / reason-fill / the close need (utterances and
- * references are read directly until the words store lands: their columns are fixed by
- * migration 10). Every write runs inside the caller's `store.tx()`.
+ * reason, and the small reads reason-slots / reason-fill / the close need of reasons. The user's
+ * words and the references are read through the words area (`WordStore`, `candidateUtterances`).
+ * Every write runs inside the caller's `store.tx()`.
  */
 import type { SqliteDb, SqliteStore } from "../../store/index.js";
 import { insertChained, insertRow } from "../rows.js";
-import type { CandidateUtterance } from "./text.js";
 
 export const Tier = {
   Stated: "stated",
@@ -86,29 +85,10 @@ export interface NewInfluence {
   at: string;
 }
 
-/** What the candidate rule needs of a plan. */
-export interface PlanWindow {
-  plan_id: string;
-  project: string | null;
-  created_at: string;
-  finished_at: string | null;
-}
-
 export interface ReasonStore {
   /** Every reason row of the plan, oldest first. */
   reasonsOfPlan(planId: string): ReasonRow[];
   reason(id: number): ReasonRow | undefined;
-  /** An utterance's id and verbatim text. */
-  utterance(id: number): CandidateUtterance | undefined;
-  hasReference(id: number): boolean;
-  /** The session the plan was published from (`plans.session_id`), when known. */
-  planSession(planId: string): string | null;
-  /**
-   * The draft's and R0's material: utterances attributed to the plan, the project's utterances
-   * inside the plan window (created → finished, or open end), and every utterance of a session
-   * that has one attributed to the plan or is the plan's own `session_id`. Oldest first.
-   */
-  candidateUtterances(plan: PlanWindow): CandidateUtterance[];
   /** Active constraint rows anchored on the node (R5). */
   activeConstraints(project: string, nodeKey: string): ReasonRow[];
   /** Texts of the plan's rejected paths already recorded (R6 writes each once per plan and text). */
@@ -140,44 +120,6 @@ export class SqliteReasonStore implements ReasonStore {
 
   reason(id: number): ReasonRow | undefined {
     return this.db.prepare("SELECT * FROM prov_change_reasons WHERE id = ?").get(id) as ReasonRow | undefined;
-  }
-
-  utterance(id: number): CandidateUtterance | undefined {
-    return this.db.prepare("SELECT id, text FROM prov_utterances WHERE id = ?").get(id) as
-      | CandidateUtterance
-      | undefined;
-  }
-
-  hasReference(id: number): boolean {
-    return this.db.prepare("SELECT 1 FROM prov_references WHERE id = ?").get(id) !== undefined;
-  }
-
-  planSession(planId: string): string | null {
-    const r = this.db.prepare("SELECT session_id FROM plans WHERE plan_id = ?").get(planId) as
-      | { session_id: string | null }
-      | undefined;
-    return r?.session_id ?? null;
-  }
-
-  candidateUtterances(plan: PlanWindow): CandidateUtterance[] {
-    const session = this.planSession(plan.plan_id);
-    return this.db
-      .prepare(
-        `SELECT id, text FROM prov_utterances
-          WHERE plan_id = @plan
-             OR (@project IS NOT NULL AND project = @project AND occurred_at >= @from
-                 AND (@to IS NULL OR occurred_at <= @to))
-             OR (session_id IS NOT NULL AND (session_id = @session OR session_id IN
-                 (SELECT session_id FROM prov_utterances WHERE plan_id = @plan AND session_id IS NOT NULL)))
-          ORDER BY id`,
-      )
-      .all({
-        plan: plan.plan_id,
-        project: plan.project,
-        from: plan.created_at,
-        to: plan.finished_at,
-        session,
-      }) as CandidateUtterance[];
   }
 
   activeConstraints(project: string, nodeKey: string): ReasonRow[] {

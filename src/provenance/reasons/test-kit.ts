@@ -2,14 +2,18 @@
  * The spec's worked example (§8) as real rows, for the reasons tests: project `shop`, plan
  * `orders-fiscal-20261201101500` handed off to `-REVIEW.1`, runs 3 and 7 of the node source with
  * their snapshots and events, utterance #42, reference #9 and constraint #118. Real migrations, a
- * real SQLite file, the real ledger; the node source is the recorded rows (`RowNodeSource`).
+ * real SQLite file, the real ledger, a real git repo holding `load_orders` where the runs say; the
+ * node source is the analyser's (`nodeSourceFor`), reading runs 3 and 7 recorded as the analyser
+ * records them (fixed keys and run ids, so the worked example's numbers hold; the column node
+ * `fiscal_week` is a data node the analyser does not produce yet).
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { iso } from "../../core/index.js";
 import type { SqliteDb } from "../../store/index.js";
 import { type LedgerFixture, makeLedgerFixture } from "../../testing/ledger-fixtures.js";
 import { insertChained, insertRow } from "../rows.js";
+import { writeRepo } from "./why-fixture.js";
 
 export const PLAN = "orders-fiscal-20261201101500";
 export const REVIEW1 = `${PLAN}-REVIEW.1`;
@@ -50,7 +54,15 @@ export function shopFixture(
 ): ShopFixture {
   const fx = makeLedgerFixture({ startMs: Date.UTC(2026, 11, 1, 10, 15, 0) });
   const repo = join(fx.dir, "shop");
-  mkdirSync(repo);
+  writeRepo(repo, [
+    {
+      node_key: LOAD_ORDERS,
+      qualified_name: "shop.pipeline.load_orders",
+      file_path: "shop/pipeline.py",
+      line_start: 10,
+      line_end: 34,
+    },
+  ]);
   fx.addProject("shop", repo);
   const db = fx.store.db;
   const p = fx.publish("Keep fiscal weeks in the orders pipeline", ["CODE"], {

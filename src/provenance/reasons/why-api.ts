@@ -25,6 +25,7 @@ export { why } from "./why.js";
 export type { PlanChecklist } from "./why-checklist.js";
 export { planChecklist } from "./why-checklist.js";
 export { renderHeadline, renderWhy } from "./why-format.js";
-export { FILE_LINE, nodeSourceFor, setNodeSourceFactory, TableNodeSource } from "./why-node-source.js";
+export { FILE_LINE } from "../nodes/index.js";
+export { nodeSourceFor, useNodeSource } from "./node-source.js";
 export type { WhyStore } from "./why-store.js";
 export { SqliteWhyStore } from "./why-store.js";

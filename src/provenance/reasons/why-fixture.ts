@@ -1,11 +1,15 @@
 /**
- * Test fixture for headlines and `why`: a real SQLite workspace with a registered project, one
- * recorded analysis run (snapshots and events written the way a node source records them) and
- * reason rows inserted through the hash chain. Used by the tests and the bench only.
+ * Test fixture for headlines and `why`: a real SQLite workspace with a registered project whose
+ * repository is a real git repo holding the nodes' code (each function at its recorded lines), one
+ * recorded analysis run of it (the rows the analyser writes for that tree, under fixed keys), and
+ * reason rows inserted through the hash chain. The real node
+ * source reads it; a publish's baseline re-analyses the repo and keeps every key (same names).
+ * Used by the tests and the bench only.
  */
-import { mkdtempSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { Ledger } from "../../ledger/index.js";
 import { BlobStore, SqliteStore } from "../../store/index.js";
 import { insertChained, insertRow } from "../rows.js";
@@ -49,6 +53,36 @@ export const NODES: FixtureNode[] = [
     line_end: 50,
   },
 ];
+
+/**
+ * Writes `nodes` as Python functions into a fresh git repo at `repo` (one commit): each function's
+ * `def` on its `line_start`, its body up to `line_end`, so the analyser finds it where the run says.
+ */
+export function writeRepo(repo: string, nodes: FixtureNode[] = NODES): void {
+  const files = new Map<string, string[]>();
+  for (const n of nodes) {
+    const lines = files.get(n.file_path) ?? [];
+    while (lines.length < n.line_start - 1) lines.push("");
+    const name = n.qualified_name.split(".").pop() as string;
+    lines.push(`def ${name}(rows):`);
+    for (let l = n.line_start + 1; l < n.line_end; l++)
+      lines.push(`    rows = [r for r in rows if r]  # ${l}`);
+    lines.push("    return rows");
+    files.set(n.file_path, lines);
+  }
+  mkdirSync(repo, { recursive: true });
+  for (const [path, lines] of files) {
+    mkdirSync(dirname(join(repo, path)), { recursive: true });
+    writeFileSync(join(repo, path), `${lines.join("\n")}\n`);
+  }
+  const git = (...args: string[]) =>
+    execFileSync("git", ["-C", repo, "-c", "user.email=t@t", "-c", "user.name=t", ...args], {
+      stdio: "ignore",
+    });
+  git("init", "-q");
+  git("add", "-A");
+  git("commit", "-qm", "fixture");
+}
 
 /** Registers `project` and records one analysis run of `nodes` in `store` (what a node source writes). */
 export function seedProject(
@@ -121,6 +155,7 @@ export function fixture(opts: { project?: string; nodes?: FixtureNode[]; dir?: s
   const repo = join(dir, "repo");
   const db = store.db;
   const t = "2026-11-20T09:12:00.000Z";
+  writeRepo(repo, opts.nodes);
   const runId = seedProject(store, project, repo, opts.nodes);
   const ledger = new Ledger({ store, blobs: new BlobStore(join(dir, "blobs")) });
   return {

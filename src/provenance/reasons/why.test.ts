@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { nodeSourceFor as analyserSource } from "../nodes/index.js";
 import { boundedRead, evidenceLevel, markSpan, trimToBudget } from "./read.js";
 import { why } from "./why.js";
 import { type Fixture, fixture, NODES } from "./why-fixture.js";
 import { renderWhy } from "./why-format.js";
-import { TableNodeSource } from "./why-node-source.js";
 import { SqliteWhyStore } from "./why-store.js";
 
 const fixtures: Fixture[] = [];
@@ -15,7 +15,7 @@ const LOAD = NODES[0] as (typeof NODES)[number];
 function setup() {
   const f = fixture();
   fixtures.push(f);
-  return { f, store: new SqliteWhyStore(f.store.db), nodes: new TableNodeSource(f.store.db) };
+  return { f, store: new SqliteWhyStore(f.store.db), nodes: analyserSource(f.store) };
 }
 
 const ask = (s: ReturnType<typeof setup>, q: Parameters<typeof why>[2]) =>

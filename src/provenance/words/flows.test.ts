@@ -5,10 +5,9 @@
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { applyOp, type Op } from "../../ledger/index.js";
-import { setNoteNodeSource } from "./flows.js";
 import { publishSession } from "./session.js";
 import { SqliteWordStore } from "./store.js";
-import { type Kit, makeKit, publishIn, snapshotNodeSource } from "./test-kit.js";
+import { analysed, type Kit, makeKit, publishIn } from "./test-kit.js";
 
 const kits: Kit[] = [];
 function kit(): Kit {
@@ -18,7 +17,6 @@ function kit(): Kit {
 }
 afterEach(() => {
   for (const k of kits.splice(0)) k.close();
-  setNoteNodeSource(() => undefined);
 });
 
 const TABLES = [
@@ -89,9 +87,9 @@ describe("note", () => {
 
   it("with a node writes one stated reason spanning the whole note, linked to the refs", async () => {
     const k = kit();
-    setNoteNodeSource(() =>
-      snapshotNodeSource(k, "shop", [{ key: "nk_34676ea5f1d4", qn: "shop.pipeline.load_orders" }]),
-    );
+    const keys = await analysed(k, { "shop/pipeline.py": "def load_orders(path):\n    return path\n" });
+    const loadOrders = keys["shop.pipeline.load_orders"];
+    expect(loadOrders).toMatch(/^nk_[0-9a-f]{12}$/);
     const planId = publishIn(k);
     const text = "Keep fiscal weeks in load_orders.";
     const r = await op(k, "note", {
@@ -104,7 +102,7 @@ describe("note", () => {
     expect(r.ok, JSON.stringify(r.marker)).toBe(true);
     expect(r.result).toMatchObject({
       plan_id: planId,
-      node_key: "nk_34676ea5f1d4",
+      node_key: loadOrders,
       evidence_level: "linked",
     });
     const reason = k.store.db
@@ -116,7 +114,7 @@ describe("note", () => {
       role: "reason",
       kind: "organizational",
       plan_id: planId,
-      node_key: "nk_34676ea5f1d4",
+      node_key: loadOrders,
       verbatim_utterance_id: r.result?.utterance_id,
       verbatim_start: 0,
       verbatim_end: text.length,
@@ -127,7 +125,7 @@ describe("note", () => {
     const r2 = await op(k, "note", {
       text: "Same, said again",
       at: "2026-11-30",
-      node: "nk_34676ea5f1d4",
+      node: loadOrders,
       kind: "technical",
       refs: [{ kind: "verbal", label: "hallway" }],
     });
@@ -188,7 +186,7 @@ describe("note", () => {
     await refused(k, "note", { ...ok, node: "shop.x" }, 2, "node", { cwd: k.dir });
     // --node with no node source, and with one that does not know the node.
     await refused(k, "note", { ...ok, node: "shop.x" }, 10, "node");
-    setNoteNodeSource(() => snapshotNodeSource(k, "shop", [{ key: "nk_aaaaaaaaaaaa", qn: "shop.a" }]));
+    await analysed(k, { "shop.py": "def a():\n    return 1\n" });
     await refused(k, "note", { ...ok, node: "shop.missing" }, 10, "node");
   });
 
@@ -236,7 +234,7 @@ describe("reference add", () => {
       reason_id: null,
       occurred_at: "2026-11-28T00:00:00.000Z",
     });
-    setNoteNodeSource(() => snapshotNodeSource(k, "shop", [{ key: "nk_bbbbbbbbbbbb", qn: "shop.b" }]));
+    await analysed(k, { "shop.py": "def b():\n    return 2\n" });
     const reason = (await op(k, "note", { text: "b stays", at: "2026-11-30", node: "shop.b" })).result
       ?.reason_id;
     const r2 = await op(k, "reference-add", {

@@ -5,15 +5,9 @@
  */
 import { ErrorCode } from "../../core/index.js";
 import { defineFlow } from "../../ledger/flow.js";
+import { nodeSourceFor } from "../node-source.js";
 import { NoteInput, ReferenceAddInput, ReferenceMarkInput } from "./inputs.js";
-import { addReference, markReference, type NodeSourceFactory, recordNote } from "./write.js";
-
-let nodeSourceOf: NodeSourceFactory = () => undefined;
-
-/** Wires the node source `note --node` resolves through (prov-nodes' `nodeSourceFor`). */
-export function setNoteNodeSource(factory: NodeSourceFactory): void {
-  nodeSourceOf = factory;
-}
+import { addReference, markReference, recordNote } from "./write.js";
 
 export const NOTE_FLOW = defineFlow({
   op: "note",
@@ -49,7 +43,7 @@ export const NOTE_FLOW = defineFlow({
     "node_key?",
     "evidence_level?",
   ],
-  run: (l, i, c) => recordNote(l, i, c, nodeSourceOf),
+  run: (l, i, c) => recordNote(l, i, c, nodeSourceFor),
 });
 
 export const REFERENCE_ADD_FLOW = defineFlow({

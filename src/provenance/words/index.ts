@@ -4,7 +4,7 @@
  * use {@link WordStore} and {@link candidateUtterances}; writes are the flows in `flows.ts`.
  */
 export { candidateUtterances } from "./candidates.js";
-export { NOTE_FLOW, REFERENCE_ADD_FLOW, REFERENCE_MARK_FLOW, setNoteNodeSource } from "./flows.js";
+export { NOTE_FLOW, REFERENCE_ADD_FLOW, REFERENCE_MARK_FLOW } from "./flows.js";
 export type { HookOutcome, PromptPayload } from "./hook.js";
 export { recordPrompt } from "./hook.js";
 export { parseWhen } from "./inputs.js";

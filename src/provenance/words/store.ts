@@ -5,9 +5,8 @@
  * the prompt hook) so the hash chain never forks. Kept free of the ledger and of the CLI: the
  * prompt hook loads this file, `rows.ts` and the chain, and nothing else of Ratchet.
  */
-import { realpathSync } from "node:fs";
-import { resolve, sep } from "node:path";
 import type { SqliteDb } from "../../store/index.js";
+import { projectHolding } from "../project-of.js";
 import { insertChained, insertRow } from "../rows.js";
 import {
   type NewLink,
@@ -227,23 +226,11 @@ export class SqliteWordStore implements WordStore {
   }
 
   projectForPath(path: string): string | undefined {
-    let p: string;
-    try {
-      p = realpathSync(path);
-    } catch {
-      p = resolve(path);
-    }
     const rows = this.#s("SELECT name, repo_path FROM projects WHERE repo_path IS NOT NULL").all() as {
       name: string;
       repo_path: string;
     }[];
-    let best: { name: string; repo_path: string } | undefined;
-    for (const r of rows) {
-      const repo = r.repo_path.endsWith(sep) ? r.repo_path.slice(0, -1) : r.repo_path;
-      if ((p === repo || p.startsWith(repo + sep)) && (!best || repo.length > best.repo_path.length))
-        best = { name: r.name, repo_path: repo };
-    }
-    return best?.name;
+    return projectHolding(rows, path);
   }
 
   newestOpenPlan(project: string): string | undefined {

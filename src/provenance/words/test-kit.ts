@@ -1,7 +1,7 @@
 /**
  * Test helpers of the words area (imported by its tests only): a real ledger on a temp SQLite
- * file with a registered project whose repo is a real `git init` folder, and a small
- * `NodeSource` over real `prov_node_snapshots` rows.
+ * file with a registered project whose repo is a real `git init` folder, and a real analysis of
+ * files committed into it.
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, realpathSync } from "node:fs";
@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { ManualClock } from "../../core/index.js";
 import { Ledger } from "../../ledger/index.js";
 import { BlobStore, SqliteStore } from "../../store/index.js";
-import type { NodeSnapshot, NodeSource } from "../types.js";
+import { commitFiles } from "../../testing/prov-repo.js";
+import { nodeSourceFor } from "../nodes/index.js";
 
 export interface Kit {
   dir: string;
@@ -51,36 +52,13 @@ export function publishIn(kit: Kit, goal = "Keep fiscal weeks"): string {
   return kit.ledger.publish({ goal, steps: [{ title: "do it" }] }, { cwd: kit.repo }).plan_id;
 }
 
-/** A node source over real snapshot rows: one run with the given nodes. */
-export function snapshotNodeSource(
-  kit: Kit,
-  project: string,
-  nodes: { key: string; qn: string }[],
-): NodeSource {
-  const db = kit.store.db;
-  const runId = Number(
-    db
-      .prepare("INSERT INTO prov_analysis_runs (project, trigger, created_at) VALUES (?, 'manual', ?)")
-      .run(project, kit.ledger.now()).lastInsertRowid,
-  );
-  for (const n of nodes)
-    db.prepare(
-      "INSERT INTO prov_node_snapshots (run_id, node_key, node_type, qualified_name, file_path, line_start, line_end) VALUES (?, ?, 'function', ?, 'src/x.py', 1, 2)",
-    ).run(runId, n.key, n.qn);
-  const resolve = (p: string, target: string): NodeSnapshot | undefined =>
-    db
-      .prepare(
-        "SELECT s.* FROM prov_node_snapshots s JOIN prov_analysis_runs r ON r.id = s.run_id WHERE r.project = ? AND (s.node_key = ? OR s.qualified_name = ?) ORDER BY s.run_id DESC LIMIT 1",
-      )
-      .get(p, target, target) as NodeSnapshot | undefined;
-  return {
-    hasGraph: (p) => db.prepare("SELECT 1 FROM prov_analysis_runs WHERE project = ?").get(p) !== undefined,
-    refresh: () => {
-      throw new Error("not used by these tests");
-    },
-    changedNodes: () => [],
-    touchedNodes: () => [],
-    resolve,
-    history: () => [],
-  };
+/**
+ * Commits `files` into the kit's repo and lets the analyser take a run of it (trigger `register`);
+ * returns the key it gave each qualified name.
+ */
+export async function analysed(kit: Kit, files: Record<string, string>): Promise<Record<string, string>> {
+  commitFiles(kit.repo, files);
+  const src = nodeSourceFor(kit.store);
+  await src.refresh("shop", { trigger: "register" });
+  return Object.fromEntries(src.nodes("shop").nodes.map((n) => [n.qualified_name, n.node_key]));
 }

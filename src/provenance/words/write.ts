@@ -3,12 +3,14 @@
  * runs in the ledger's one write transaction: every check first, then the rows, so a refusal
  * writes nothing. Text is redacted like every text the ledger stores.
  */
+
 import { ErrorCode, RatchetError } from "../../core/index.js";
 import type { LedgerCore } from "../../ledger/core.js";
 import { LedgerEvent } from "../../ledger/events.js";
 import type { OpContext } from "../../ledger/flow.js";
 import type { Store } from "../../store/index.js";
 import { sqliteOf } from "../db.js";
+import { evidenceLevel } from "../evidence.js";
 import { insertChained } from "../rows.js";
 import type { NodeSource } from "../types.js";
 import type { NoteInput, ReferenceAddInput, ReferenceMarkInput } from "./inputs.js";
@@ -110,7 +112,7 @@ export function recordNote(l: LedgerCore, input: NoteInput, ctx: OpContext, node
       });
     }
     const referenceIds: number[] = [];
-    let linked = false;
+    const verifiability: { verifiability: string }[] = [];
     for (const r of input.refs ?? []) {
       const id = words.addReference({
         project,
@@ -121,7 +123,7 @@ export function recordNote(l: LedgerCore, input: NoteInput, ctx: OpContext, node
       });
       words.link({ reference_id: id, utterance_id: utteranceId });
       if (reasonId !== null) words.link({ reference_id: id, reason_id: reasonId });
-      if (verifiabilityOf(r.kind, r.uri) === "linked") linked = true;
+      verifiability.push({ verifiability: verifiabilityOf(r.kind, r.uri) });
       l.store.appendEvent({
         entityKind: "reference",
         entityId: String(id),
@@ -140,7 +142,13 @@ export function recordNote(l: LedgerCore, input: NoteInput, ctx: OpContext, node
       reference_ids: referenceIds,
       reason_id: reasonId,
       ...(reasonId !== null
-        ? { node_key: node?.node_key, evidence_level: linked ? "linked" : "verbal" }
+        ? {
+            node_key: node?.node_key,
+            evidence_level: evidenceLevel(
+              { tier: "stated", verbatim_utterance_id: utteranceId },
+              verifiability,
+            ),
+          }
         : {}),
     };
   });
