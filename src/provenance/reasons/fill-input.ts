@@ -61,14 +61,30 @@ const Documented = obj({
   source: opt(oneOf(SOURCES, "who answers (default agent; recorded_by)")),
   reasons: arr(
     obj({
-      node_key: idStr,
-      utterance_id: opt(int),
-      span: opt(arr(int, { min: 2, max: 2 })),
-      interpretation: opt(str({ min: 1, max: MAX_TEXT_CHARS })),
-      refs: opt(arr(int)),
-      unstated: opt(bool()),
-      because: opt(arr(int)),
-      kind: opt(oneOf(KINDS)),
+      node_key: str({
+        min: 1,
+        max: MAX_ID_CHARS,
+        description: "the slot answered (an nk_… key of the plan's changed set)",
+      }),
+      utterance_id: opt(num({ int: true, min: 0, description: "stated: the recorded utterance quoted" })),
+      span: opt(
+        arr(int, {
+          min: 2,
+          max: 2,
+          description: "stated: [start, end) character offsets into the utterance",
+        }),
+      ),
+      interpretation: opt(
+        str({
+          min: 1,
+          max: MAX_TEXT_CHARS,
+          description: "asserted: the reading of why (not a description of the edit)",
+        }),
+      ),
+      refs: opt(arr(int, { description: "asserted: reference ids the interpretation rests on" })),
+      unstated: opt(bool("true: nobody said why (recorded as a gap)")),
+      because: opt(arr(int, { description: "reason ids this change leaned on (written as influence)" })),
+      kind: opt(oneOf(KINDS, "technical (default), organizational or mixed")),
     }),
     {
       min: 1,
