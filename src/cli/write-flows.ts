@@ -74,7 +74,7 @@ export async function runWriteFlow(
         process.on("SIGTERM", onSignal);
       }
       try {
-        if (op === "sweep") cleanStaleRunDirs(ctx.workspace.dir);
+        if (op === "sweep") await cleanStaleRunDirs(ctx.workspace.dir);
         const outcome = await applyOp(ctx.ledger, op, raw, {
           cwd: process.cwd(),
           interactive: process.stdin.isTTY === true,

@@ -1,11 +1,12 @@
 import { join } from "node:path";
-import { describe, expect, it, onTestFinished } from "vitest";
+import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { headTail, truncationMarker, utf8Length } from "../core/index.js";
 import { insertReason, seedProject } from "../provenance/reasons/why-fixture.js";
 import { wordStoreOf } from "../provenance/words/index.js";
 import { type LedgerFixture, makeLedgerFixture } from "../testing/ledger-fixtures.js";
 import { reviewedPlan } from "../testing/prov-repo.js";
 import { applyOp, OP_NAMES, type OpOutcome } from "./dispatch.js";
+import { loadHeadline } from "./flows/publish-plan.js";
 import type { Op } from "./inputs.js";
 
 function setup(): LedgerFixture {
@@ -91,6 +92,8 @@ describe("op names (pinned)", () => {
 });
 
 describe("applyOp: ok markers", () => {
+  // An in-process publish with declared_targets needs the headline code loaded (the flow loads it).
+  beforeAll(() => loadHeadline());
   const rows: { op: Op; input: (fx: LedgerFixture) => unknown; marker: Record<string, unknown> }[] = [
     {
       op: "publish-plan",

@@ -21,13 +21,13 @@ describe("redactingLineSink", () => {
 });
 
 describe("cleanStaleRunDirs", () => {
-  it("removes folders of dead step-run processes and keeps live ones", () => {
+  it("removes folders of dead step-run processes and keeps live ones", async () => {
     const dir = mkdtempSync(join(tmpdir(), "ratchet-clean-"));
     mkdirSync(join(dir, `ratchet-run-${process.pid}-abc`));
     mkdirSync(join(dir, "ratchet-run-999999999-def"));
     mkdirSync(join(dir, "blobs"));
-    expect(cleanStaleRunDirs(dir)).toEqual(["ratchet-run-999999999-def"]);
+    expect(await cleanStaleRunDirs(dir)).toEqual(["ratchet-run-999999999-def"]);
     expect(readdirSync(dir).sort()).toEqual(["blobs", `ratchet-run-${process.pid}-abc`]);
-    expect(cleanStaleRunDirs(join(dir, "missing"))).toEqual([]);
+    expect(await cleanStaleRunDirs(join(dir, "missing"))).toEqual([]);
   });
 });

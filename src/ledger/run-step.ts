@@ -14,19 +14,8 @@ import {
   LOG_HEAD_BYTES,
   LOG_TAIL_BYTES,
 } from "../core/index.js";
-import {
-  buildEnv,
-  compileConfinement,
-  DEFAULT_KILL_GRACE_MS,
-  type Launcher,
-  type ProcessRunner,
-  type RunResult,
-  realProcessRunner,
-  Supervise,
-  settleLaunched,
-  supervisorLauncher,
-  sweepStaleDirs,
-} from "../exec/index.js";
+// The process door is loaded when a command runs, not by every ledger write that loads this file.
+import type { Launcher, ProcessRunner, RunResult } from "../exec/index.js";
 import type { RunInput } from "./inputs.js";
 import type { Ledger } from "./ledger.js";
 import { parseMetricLines } from "./metrics.js";
@@ -72,7 +61,8 @@ export const RUN_DIR_PREFIX = "ratchet-run-";
  * Removes temporary output folders left by `step run` processes that died (e.g. `kill -9`): they
  * hold the command's raw output. Returns the folders removed.
  */
-export function cleanStaleRunDirs(dir: string): string[] {
+export async function cleanStaleRunDirs(dir: string): Promise<string[]> {
+  const { sweepStaleDirs } = await import("../exec/index.js");
   return sweepStaleDirs(dir, RUN_DIR_PREFIX);
 }
 
@@ -112,6 +102,16 @@ export function exitStatusOf(r: RunResult): number {
 }
 
 export async function runStep(ledger: Ledger, input: RunInput, opts: RunStepOptions = {}) {
+  const {
+    buildEnv,
+    compileConfinement,
+    DEFAULT_KILL_GRACE_MS,
+    realProcessRunner,
+    Supervise,
+    settleLaunched,
+    supervisorLauncher,
+    sweepStaleDirs,
+  } = await import("../exec/index.js");
   const leaseSeconds = input.lease_seconds ?? DEFAULT_LEASE_SECONDS;
   ledger.startForRun(input.step_id, input.type, input.command, leaseSeconds);
 
@@ -132,7 +132,7 @@ export async function runStep(ledger: Ledger, input: RunInput, opts: RunStepOpti
         (t) => opts.onOutput?.(Buffer.from(t)),
       )
     : undefined;
-  cleanStaleRunDirs(opts.tmpDir ?? tmpdir());
+  sweepStaleDirs(opts.tmpDir ?? tmpdir(), RUN_DIR_PREFIX);
   // The folder name carries our pid so a later sweep can remove what a killed run left behind.
   const dir = mkdtempSync(join(opts.tmpDir ?? tmpdir(), `${RUN_DIR_PREFIX}${process.pid}-`));
   const fullFile = join(dir, "combined.out");

@@ -17,7 +17,7 @@ import {
   type Schema,
   str,
 } from "../../core/index.js";
-import { headlineAtPublish } from "../../provenance/reasons/headline-publish.js";
+import type { headlineAtPublish } from "../../provenance/reasons/headline-publish.js";
 import { recordPlanSession } from "../../provenance/words/session.js";
 import type { StepRow } from "../../store/index.js";
 import { blankStep, gitRoot, type LedgerCore, NO_PROJECT } from "../core.js";
@@ -85,6 +85,14 @@ export const PublishInput: Schema<Infer<typeof PublishFields>> & { shape: typeof
   json: () => PublishFields.json(),
 };
 export type PublishInput = Infer<typeof PublishFields>;
+
+/** The headline code, loaded by the flow only for a plan that declares targets (not by every write). */
+let headlineFn: typeof headlineAtPublish | undefined;
+
+/** Loads the headline code; a publish with `declared_targets` needs it (the flow's `run` calls it). */
+export async function loadHeadline(): Promise<void> {
+  headlineFn ??= (await import("../../provenance/reasons/headline-publish.js")).headlineAtPublish;
+}
 
 export function publishPlan(l: LedgerCore, input: PublishInput, ctx: { cwd?: string; kind?: string } = {}) {
   const cwd = resolve(ctx.cwd ?? process.cwd());
@@ -197,7 +205,9 @@ export function publishPlan(l: LedgerCore, input: PublishInput, ctx: { cwd?: str
       },
     });
     // Provenance (spec §5.1): the headline of a plan with a project and declared_targets.
-    const headline = headlineAtPublish(l, { plan_id: planId, project, extensions, at: now });
+    if (extensions.declared_targets !== undefined && !headlineFn)
+      throw new RatchetError(ErrorCode.Internal, "publish with declared_targets: call loadHeadline() first");
+    const headline = headlineFn?.(l, { plan_id: planId, project, extensions, at: now });
     return {
       plan_id: planId,
       goal: input.goal,
@@ -269,6 +279,7 @@ export const PUBLISH_PLAN_FLOW = defineFlow({
     "headline?",
   ],
   run: async (l, i, c) => {
+    if (i.declared_targets !== undefined) await loadHeadline();
     const r = publishPlan(l, i, { ...(c.cwd ? { cwd: c.cwd } : {}) });
     // The state-graph baseline of a registered-project plan, after the transaction (never fails publish).
     if (!r.project || !l.store.getProject(r.project)?.repo_path) return r;
