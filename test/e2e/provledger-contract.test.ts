@@ -697,6 +697,69 @@ describe("§5 plan flows, skills, metrics", () => {
   });
 });
 
+describe("§6 the provenance ops of update-input.schema.json", () => {
+  test("reason-slots, reason-fill and headline-respond through their shims: refusals with the original's wording, then a fill", async () => {
+    const e = await env();
+    for (const s of ["reason-slots.sh", "reason-fill.sh", "headline-respond.sh"])
+      expect(existsSync(join(e.scripts, s)), s).toBe(true);
+    const repo = await project(e, "shop");
+    const py = join(repo, "pipeline.py");
+    writeFileSync(py, "def load_orders(rows):\n    return [r for r in rows if r]\n");
+    // Registered before the file existed: refresh the state graph so the baseline sees it.
+    const g = await e.ws.run(["graph", "refresh", "--project", "shop"]);
+    expect(g.status, g.stderr).toBe(0);
+    const p = await publish(e, { goal: "fiscal weeks", project: "shop", steps: ["a"] }, { cwd: repo });
+    await okShim(e, "start-step.sh", { step_id: p.stepIds[0] });
+    writeFileSync(py, "def load_orders(rows, week):\n    return [r for r in rows if r.week == week]\n");
+    await okShim(e, "complete-step.sh", { step_id: p.stepIds[0] });
+    // Starting -REVIEW.1 refreshes the graph for the plan: load_orders changed.
+    await okShim(e, "start-step.sh", { step_id: `${p.review}.1` });
+    const slots = await okShim(e, "reason-slots.sh", { plan_id: p.planId, project: "shop" });
+    expect(slots.marker).toMatchObject({ op: "reason-slots", plan_id: p.planId });
+    const slot = (slots.result.slots as { node_key: string; qualified_name: string }[]).find(
+      (x) => x.qualified_name === "pipeline.load_orders",
+    );
+    expect(slot, JSON.stringify(slots.result)).toBeDefined();
+    const key = slot!.node_key;
+    await refused(
+      e,
+      "reason-fill.sh",
+      { plan_id: p.planId, project: "shop", reasons: [{ node_key: key, text: "fiscal weeks" }] },
+      2,
+      /"text" is not accepted/,
+    );
+    await refused(
+      e,
+      "reason-fill.sh",
+      { plan_id: p.planId, project: "shop", reasons: [{ node_key: "nk_000000000000", unstated: true }] },
+      10,
+      /nk_000000000000/,
+    );
+    await refused(
+      e,
+      "headline-respond.sh",
+      { plan_id: p.planId, finding_id: "active_constraint:x:1", action: "proceed" },
+      2,
+      /headline/,
+    );
+    const fill = await okShim(e, "reason-fill.sh", {
+      plan_id: p.planId,
+      project: "shop",
+      reasons: [{ node_key: key, interpretation: "finance reconciles by fiscal week" }],
+    });
+    expect(fill.marker).toEqual({ ok: true, op: "reason-fill", plan_id: p.planId });
+    expect(fill.result).toMatchObject({ filled: 1, asserted: 1, unknown_keys: [] });
+  });
+
+  test("reason-slots of a project without a state graph exits 10 naming `no state graph`", async () => {
+    const e = await env();
+    const r = await e.ws.run(["project", "add", "bare"]);
+    expect(r.status, r.stderr).toBe(0);
+    const p = await publish(e, { goal: "no graph", project: "bare", steps: ["a"] });
+    await refused(e, "reason-slots.sh", { plan_id: p.planId, project: "bare" }, 10, /no state graph/);
+  });
+});
+
 describe("drop-in", () => {
   test("ORCH_DB names the store when RATCHET_DB is unset; an original orchestrator.db is refused untouched", async () => {
     const e = await env();
