@@ -100,7 +100,8 @@ def _run_script(req, out_w, err_w):
     main = type(sys)("__main__")
     loader = sys.modules["_frozen_importlib_external"].SourceFileLoader("__main__", path)
     main.__dict__.update(
-        __file__=path, __builtins__=sys.modules["builtins"], __loader__=loader, __cached__=None
+        __file__=path, __builtins__=sys.modules["builtins"], __loader__=loader, __cached__=None,
+        __annotations__={},
     )
     sys.modules["__main__"] = main
     code = 0
@@ -118,7 +119,11 @@ def _run_script(req, out_w, err_w):
             print(c, file=sys.stderr)
             code = 1
     except BaseException:
-        sys.excepthook(*sys.exc_info())
+        t, v, tb = sys.exc_info()
+        tb = tb.tb_next if tb is not None else None  # not this file's frame
+        if v is not None:
+            v.__traceback__ = tb
+        sys.excepthook(t, v, tb)
         code = 1
     threading = sys.modules.get("threading")
     if threading is not None:
@@ -169,7 +174,8 @@ def _keeper(req, out_w, err_w):
             break
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
@@ -188,7 +194,7 @@ def _serve_one(sock, req):
     started = time.monotonic()
     timeout = req["timeoutMs"] / 1000.0
     grace = req["killGraceMs"] / 1000.0
-    timed_out = cancelled = False
+    timed_out = cancelled = hung_up = False
     term_at = None
     open_fds = {out_r: b"o", err_r: b"e"}
     while open_fds:
@@ -200,17 +206,20 @@ def _serve_one(sock, req):
             os.kill(pid, signal.SIGTERM)  # the keeper's second TERM is its SIGKILL to the run
             term_at = float("inf")
         deadline = [0.05] if term_at is not None else ([max(0.0, timeout - (now - started))] if timeout > 0 else [])
-        ready, _, _ = select.select([*open_fds, sock], [], [], *deadline)
+        ready, _, _ = select.select([*open_fds, *([sock] if sock else [])], [], [], *deadline)
         for fd in ready:
             if fd is sock:
                 kind, _ = _recv(sock)
+                hung_up = hung_up or kind is None
                 if kind is None or kind == b"c":
                     if term_at is None:
                         cancelled, term_at = True, time.monotonic()
                         os.kill(pid, signal.SIGTERM)
+                if hung_up:
+                    sock = None
                 continue
             data = os.read(fd, 65536)
-            if data:
+            if data and sock:
                 _send(sock, open_fds[fd], data)
             else:
                 os.close(fd)
@@ -224,8 +233,10 @@ def _serve_one(sock, req):
         "cancelled": cancelled,
         "pid": pid,
     }
+    if hung_up:
+        return False
     _send(sock, b"s", json.dumps(st).encode())
-    return not cancelled
+    return True
 
 
 def main():

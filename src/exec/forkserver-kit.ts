@@ -7,7 +7,14 @@
 import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Confinement, compileConfinement, type Launcher, parseProbe, settleLaunched, Supervise } from "./door.js";
+import {
+  type Confinement,
+  compileConfinement,
+  type Launcher,
+  parseProbe,
+  Supervise,
+  settleLaunched,
+} from "./door.js";
 import { confinementKey, Forkserver, forkserverConfinement } from "./forkserver.js";
 import { resolvePython } from "./interpreters.js";
 import { realProcessRunner } from "./process-runner.js";
@@ -37,7 +44,8 @@ export async function forkKit(): Promise<ForkKit | string> {
   if (!py) return "no python3";
   const probe = await realProcessRunner.run({ command: confine, args: ["--probe"], timeoutMs: 10_000 });
   const features = parseProbe(probe.stdout);
-  if (probe.exitCode !== 0 || !features || features.abi < 6) return `the launcher cannot confine here: ${probe.stderr}`;
+  if (probe.exitCode !== 0 || !features || features.abi < 6)
+    return `the launcher cannot confine here: ${probe.stderr}`;
   const launcher: Launcher = { kind: "ratchet-confine", path: confine, features };
   const ws = realpathSync(mkdtempSync(join(tmpdir(), "ratchet-fskit-")));
   const codeDir = join(ws, "code");
@@ -46,9 +54,23 @@ export async function forkKit(): Promise<ForkKit | string> {
   mkdirSync(outDir);
   const secret = join(ws, "secret.txt");
   writeFileSync(secret, "s3cret\n");
-  const env = { PATH: `/usr/bin:/bin`, LANG: "C.UTF-8", STEP_OUTPUT_DIR: outDir, STEP_EXECUTION_DIR: codeDir, VAR_X: "x y" };
+  const env = {
+    PATH: `/usr/bin:/bin`,
+    LANG: "C.UTF-8",
+    STEP_OUTPUT_DIR: outDir,
+    STEP_EXECUTION_DIR: codeDir,
+    VAR_X: "x y",
+  };
   const confinement: Confinement = {
-    readRoots: [codeDir, ...readRoots({ interpreters: py.roots, own: [codeDir], extra: [], forbid: { home: process.env.HOME, secretDirs: [] } })],
+    readRoots: [
+      codeDir,
+      ...readRoots({
+        interpreters: py.roots,
+        own: [codeDir],
+        extra: [],
+        forbid: { home: process.env.HOME, secretDirs: [] },
+      }),
+    ],
     writeRoots: [outDir],
     writeFiles: ["/dev/null"],
     env,

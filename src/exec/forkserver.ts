@@ -52,7 +52,15 @@ export function forkserverConfinement(c: Confinement): Confinement {
 /** A stable key of a confinement: one server per key. */
 export function confinementKey(c: Confinement, interpreter: string): string {
   const sorted = Object.fromEntries(Object.entries(c.env).sort(([a], [b]) => (a < b ? -1 : 1)));
-  return JSON.stringify([interpreter, c.readRoots, c.writeRoots, c.writeFiles, sorted, c.supervise, c.cleanup]);
+  return JSON.stringify([
+    interpreter,
+    c.readRoots,
+    c.writeRoots,
+    c.writeFiles,
+    sorted,
+    c.supervise,
+    c.cleanup,
+  ]);
 }
 
 /**
@@ -60,7 +68,8 @@ export function confinementKey(c: Confinement, interpreter: string): string {
  * (its own `/proc/self` is not readable in a forked child) or depends on the str hash seed.
  */
 export function fitsForkserver(source: string): string | undefined {
-  if (source.includes("/proc")) return "the script names /proc (a forked child cannot read its own /proc/self)";
+  if (source.includes("/proc"))
+    return "the script names /proc (a forked child cannot read its own /proc/self)";
   if (/PYTHONHASHSEED|sys\.flags\.hash_randomization/.test(source))
     return "the script looks at the hash seed (shared by the runs of one server)";
   return undefined;
@@ -102,6 +111,26 @@ function frame(kind: string, payload: Buffer = Buffer.alloc(0)): Buffer {
   head.write(kind, 0, "latin1");
   head.writeUInt32BE(payload.length, 1);
   return Buffer.concat([head, payload]);
+}
+
+/** The result of a run asked of a server that has ended: a harness failure, never the script's. */
+function ended(started: number): RunResult {
+  return {
+    exitCode: null,
+    signal: null,
+    stdout: "",
+    stderr: "",
+    combined: "",
+    stdoutBytes: 0,
+    stderrBytes: 0,
+    combinedBytes: 0,
+    truncated: false,
+    omittedBytes: { stdout: 0, stderr: 0, combined: 0 },
+    durationMs: performance.now() - started,
+    timedOut: false,
+    cancelled: false,
+    spawnError: { code: "ESRCH", message: "the forkserver has ended" },
+  };
 }
 
 /** A started server: runs scripts of its one confinement, one at a time. */
@@ -183,13 +212,17 @@ export class Forkserver {
       listener.close();
       rmSync(dir, { recursive: true, force: true });
       const r = first as RunResult;
-      return { fallback: `the server did not start: ${r.spawnError?.message ?? (r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`)}` };
+      return {
+        fallback: `the server did not start: ${r.spawnError?.message ?? (r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`)}`,
+      };
     }
     const server = new Forkserver(opts.key, first, proc, stop);
     const hello = await server.#next();
     if (hello.kind === "r") return server;
     await server.close();
-    return { fallback: hello.kind === "u" ? hello.payload.toString("utf8") : "the server ended before it was ready" };
+    return {
+      fallback: hello.kind === "u" ? hello.payload.toString("utf8") : "the server ended before it was ready",
+    };
   }
 
   #next(): Promise<Frame> {
@@ -211,6 +244,7 @@ export class Forkserver {
 
   async #run(req: ForkRun): Promise<RunResult> {
     const started = performance.now();
+    if (this.#closed) return ended(started);
     const out = new HeadTailCapture(req.maxCaptureBytes);
     const err = new HeadTailCapture(req.maxCaptureBytes);
     const all = new HeadTailCapture(req.maxCaptureBytes);
@@ -243,9 +277,22 @@ export class Forkserver {
     if (!this.#closed) this.#sock.write(frame("q", Buffer.from(JSON.stringify(body))));
     const f = await status;
     req.signal?.removeEventListener("abort", cancel);
-    let st: { exitCode: number | null; signal: NodeJS.Signals | null; timedOut: boolean; cancelled: boolean; pid: number };
+    let st: {
+      exitCode: number | null;
+      signal: NodeJS.Signals | null;
+      timedOut: boolean;
+      cancelled: boolean;
+      pid: number;
+    };
     if (f.kind === "s") st = JSON.parse(f.payload.toString("utf8"));
-    else st = { exitCode: null, signal: "SIGKILL", timedOut: false, cancelled: req.signal?.aborted === true, pid: 0 };
+    else
+      st = {
+        exitCode: null,
+        signal: "SIGKILL",
+        timedOut: false,
+        cancelled: req.signal?.aborted === true,
+        pid: 0,
+      };
     if (st.timedOut) {
       // As the launcher reports its own time limit (src/exec/door.ts launcherTimedOut).
       const line = Buffer.from(`ratchet-confine: timed out after ${req.timeoutMs} ms\n`);
