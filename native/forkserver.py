@@ -180,9 +180,30 @@ def _keeper(req, out_w, err_w):
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
+def _kill_all(sig):
+    """Every process of the sandbox but this one: the run's (only one run at a time). Landlock's
+    signal scope keeps it inside the sandbox (checked at start: pid 1 is out of reach)."""
+    try:
+        os.kill(-1, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _drain():
+    """Kills the rest of the run and waits until it is gone. The server is a child subreaper, so
+    whatever the run left (its keeper gone) is re-parented here and reaped here."""
+    _kill_all(signal.SIGKILL)
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            return
+
+
 def _serve_one(sock, req):
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
+    # Socket pairs, as Node's spawn gives a plain start for stdout and stderr.
+    out_r, out_w = (x.detach() for x in socket.socketpair())
+    err_r, err_w = (x.detach() for x in socket.socketpair())
     pid = os.fork()
     if pid == 0:
         sock.close()
@@ -191,40 +212,52 @@ def _serve_one(sock, req):
         _keeper(req, out_w, err_w)
     os.close(out_w)
     os.close(err_w)
+    keeper = os.pidfd_open(pid)
     started = time.monotonic()
     timeout = req["timeoutMs"] / 1000.0
     grace = req["killGraceMs"] / 1000.0
     timed_out = cancelled = hung_up = False
+    status = None
     term_at = None
     open_fds = {out_r: b"o", err_r: b"e"}
-    while open_fds:
+    while open_fds or status is None:
         now = time.monotonic()
         if term_at is None and timeout > 0 and now - started >= timeout:
             timed_out, term_at = True, now
-            os.kill(pid, signal.SIGTERM)
+            _kill_all(signal.SIGTERM)
         elif term_at is not None and now - term_at >= grace:
-            os.kill(pid, signal.SIGTERM)  # the keeper's second TERM is its SIGKILL to the run
+            _kill_all(signal.SIGKILL)
             term_at = float("inf")
-        deadline = [0.05] if term_at is not None else ([max(0.0, timeout - (now - started))] if timeout > 0 else [])
-        ready, _, _ = select.select([*open_fds, *([sock] if sock else [])], [], [], *deadline)
+        if term_at is not None:
+            wait = [0.05]
+        elif timeout > 0:
+            wait = [max(0.0, timeout - (now - started))]
+        else:
+            wait = []
+        watch = [*open_fds, *([keeper] if status is None else []), *([sock] if sock else [])]
+        ready, _, _ = select.select(watch, [], [], *wait)
         for fd in ready:
             if fd is sock:
                 kind, _ = _recv(sock)
                 hung_up = hung_up or kind is None
-                if kind is None or kind == b"c":
-                    if term_at is None:
-                        cancelled, term_at = True, time.monotonic()
-                        os.kill(pid, signal.SIGTERM)
+                if term_at is None and (kind is None or kind == b"c"):
+                    cancelled, term_at = True, time.monotonic()
+                    _kill_all(signal.SIGTERM)
                 if hung_up:
                     sock = None
-                continue
-            data = os.read(fd, 65536)
-            if data and sock:
-                _send(sock, open_fds[fd], data)
+            elif fd == keeper:
+                _, status = os.waitpid(pid, 0)
+                os.close(keeper)
+                # The keeper is gone (done, or killed by its own script): nothing of the run stays.
+                _drain()
             else:
-                os.close(fd)
-                del open_fds[fd]
-    _, status = os.waitpid(pid, 0)
+                data = os.read(fd, 65536)
+                if data:
+                    if sock:
+                        _send(sock, open_fds[fd], data)
+                else:
+                    os.close(fd)
+                    del open_fds[fd]
     exit_code = os.waitstatus_to_exitcode(status)
     st = {
         "exitCode": exit_code if exit_code >= 0 else None,
@@ -245,15 +278,24 @@ def main():
     # Can the keeper's nested domain be made here? (A kernel without Landlock ABI 6 cannot.)
     probe = os.fork()
     if probe == 0:
-        why = _scope_domain()
+        try:
+            os.kill(1, 0)
+            why = "signals reach outside the sandbox (not started under ratchet-confine's signal scope)"
+        except PermissionError:
+            why = _scope_domain()
+        except OSError as e:
+            why = "kill(1, 0): " + str(e)
         if why:
             os.write(2, (why + "\n").encode())
         os._exit(1 if why else 0)
     _, status = os.waitpid(probe, 0)
     if status != 0:
-        _send(sock, b"u", b"the kernel cannot scope signals (Landlock ABI 6)")
+        _send(sock, b"u", b"the sandbox does not scope signals (Landlock ABI 6 under ratchet-confine is needed)")
         return
-    _send(sock, b"r")
+    if _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        _send(sock, b"u", b"PR_SET_CHILD_SUBREAPER failed")
+        return
+    _send(sock, b"r", str(os.getpid()).encode())
     while True:
         kind, payload = _recv(sock)
         if kind is None:

@@ -143,8 +143,20 @@ export class Forkserver {
   #closed = false;
   #queue: Promise<unknown> = Promise.resolve();
 
-  private constructor(key: string, sock: Socket, proc: Promise<RunResult>, stop: AbortController) {
+  /** The server's own pid (inside the sandbox), for the escape tests. */
+  serverPid = 0;
+  /** Where the server connected (removed once it did), for the escape tests. */
+  readonly socketPath: string;
+
+  private constructor(
+    key: string,
+    sock: Socket,
+    proc: Promise<RunResult>,
+    stop: AbortController,
+    path: string,
+  ) {
     this.key = key;
+    this.socketPath = path;
     this.#sock = sock;
     this.#process = proc;
     this.#stop = stop;
@@ -177,6 +189,9 @@ export class Forkserver {
     key: string;
     runner?: ProcessRunner;
   }): Promise<Forkserver | { fallback: string }> {
+    // Only inside ratchet-confine's sandbox: the server relies on its signal scope and its rules.
+    if (opts.door.protection !== "landlock")
+      return { fallback: `no confining launcher (${opts.door.protection})` };
     const file = forkserverFile();
     if (!file) return { fallback: `${FORKSERVER_FILE} is not in the package` };
     const dir = mkdtempSync(join(tmpdir(), "ratchet-fs-"));
@@ -216,9 +231,12 @@ export class Forkserver {
         fallback: `the server did not start: ${r.spawnError?.message ?? (r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`)}`,
       };
     }
-    const server = new Forkserver(opts.key, first, proc, stop);
+    const server = new Forkserver(opts.key, first, proc, stop, path);
     const hello = await server.#next();
-    if (hello.kind === "r") return server;
+    if (hello.kind === "r") {
+      server.serverPid = Number(hello.payload.toString("latin1"));
+      return server;
+    }
     await server.close();
     return {
       fallback: hello.kind === "u" ? hello.payload.toString("utf8") : "the server ended before it was ready",
