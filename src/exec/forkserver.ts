@@ -18,6 +18,9 @@
  * fresh pipes per run, relayed by the server as frames, so a run's output ends exactly when its
  * last process is gone.
  *
+ * A forked child is a copy of the server's memory, freed parts included: runs that share a server
+ * must be runs of the same trust (the same step and confinement), never different tenants.
+ *
  * What differs from a plain start (docs/performance.md "Fast path"): the str hash seed is the
  * server's for every run it serves (`PYTHONHASHSEED` cannot be changed after start), `/proc/self`
  * is unreadable (no `--proc-self`: the child would otherwise read the server's), and the process
@@ -35,6 +38,8 @@ import { realProcessRunner } from "./process-runner.js";
 import type { ProcessRunner, RunResult } from "./types.js";
 
 export const FORKSERVER_FILE = "forkserver.py";
+/** How long a server may take to connect before the caller falls back to a plain start. */
+export const FORKSERVER_START_TIMEOUT_MS = 10_000;
 
 let serverFile: string | null | undefined;
 
@@ -222,7 +227,19 @@ export class Forkserver {
       maxCaptureBytes: 64 * 1024,
       signal: stop.signal,
     });
-    const first = await Promise.race([connected, proc]);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((resolve) => {
+      timer = setTimeout(() => resolve("late"), FORKSERVER_START_TIMEOUT_MS);
+    });
+    const first = await Promise.race([connected, proc, late]);
+    clearTimeout(timer);
+    if (first === "late") {
+      stop.abort();
+      await proc;
+      listener.close();
+      rmSync(dir, { recursive: true, force: true });
+      return { fallback: `the server did not connect within ${FORKSERVER_START_TIMEOUT_MS} ms` };
+    }
     if (!("write" in first)) {
       listener.close();
       rmSync(dir, { recursive: true, force: true });
