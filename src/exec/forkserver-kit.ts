@@ -1,0 +1,133 @@
+/**
+ * Test support for the forkserver's conformance and escape suites: one real confinement (the
+ * built `ratchet-confine`, the real interpreter), and the same script started both ways — a plain
+ * start through the door, and a run in a {@link Forkserver} started through the door with the same
+ * confinement.
+ */
+import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  type Confinement,
+  compileConfinement,
+  type Launcher,
+  parseProbe,
+  Supervise,
+  settleLaunched,
+} from "./door.js";
+import { confinementKey, Forkserver, forkserverConfinement } from "./forkserver.js";
+import { resolvePython } from "./interpreters.js";
+import { realProcessRunner } from "./process-runner.js";
+import { readRoots } from "./read-roots.js";
+import { findConfine } from "./sandbox.js";
+import type { RunResult } from "./types.js";
+
+export interface ForkKit {
+  ws: string;
+  codeDir: string;
+  outDir: string;
+  /** A file outside every read root. */
+  secret: string;
+  confinement: Confinement;
+  python: string;
+  plain(script: string, args?: string[]): Promise<RunResult>;
+  fork(script: string, args?: string[]): Promise<RunResult>;
+  server(): Promise<Forkserver>;
+  close(): Promise<void>;
+}
+
+/** Why the suites cannot run here (no built launcher, no python3), or undefined. */
+export async function forkKit(): Promise<ForkKit | string> {
+  const confine = findConfine();
+  if (!confine) return "ratchet-confine is not built (npm run build)";
+  const py = await resolvePython(process.env);
+  if (!py) return "no python3";
+  const probe = await realProcessRunner.run({ command: confine, args: ["--probe"], timeoutMs: 10_000 });
+  const features = parseProbe(probe.stdout);
+  if (probe.exitCode !== 0 || !features || features.abi < 6)
+    return `the launcher cannot confine here: ${probe.stderr}`;
+  const launcher: Launcher = { kind: "ratchet-confine", path: confine, features };
+  const ws = realpathSync(mkdtempSync(join(tmpdir(), "ratchet-fskit-")));
+  const codeDir = join(ws, "code");
+  const outDir = join(ws, "out");
+  mkdirSync(codeDir);
+  mkdirSync(outDir);
+  const secret = join(ws, "secret.txt");
+  writeFileSync(secret, "s3cret\n");
+  const env = {
+    PATH: `/usr/bin:/bin`,
+    LANG: "C.UTF-8",
+    STEP_OUTPUT_DIR: outDir,
+    STEP_EXECUTION_DIR: codeDir,
+    VAR_X: "x y",
+  };
+  const confinement: Confinement = {
+    readRoots: [
+      codeDir,
+      ...readRoots({
+        interpreters: py.roots,
+        own: [codeDir],
+        extra: [],
+        forbid: { home: process.env.HOME, secretDirs: [] },
+      }),
+    ],
+    writeRoots: [outDir],
+    writeFiles: ["/dev/null"],
+    env,
+    timeoutMs: 20_000,
+    killGraceMs: 500,
+    supervise: Supervise.Confine,
+    cleanup: [],
+  };
+  const door = compileConfinement(confinement, launcher);
+  let server: Promise<Forkserver> | undefined;
+  const getServer = (): Promise<Forkserver> => {
+    server ??= Forkserver.start({
+      door: compileConfinement(forkserverConfinement(confinement), launcher),
+      interpreter: py.executable,
+      cwd: codeDir,
+      key: confinementKey(confinement, py.executable),
+    }).then((s) => {
+      if (!(s instanceof Forkserver)) throw new Error(`forkserver did not start: ${s.fallback}`);
+      return s;
+    });
+    return server;
+  };
+  return {
+    ws,
+    codeDir,
+    outDir,
+    secret,
+    confinement,
+    python: py.executable,
+    async plain(script, args = []) {
+      writeFileSync(join(codeDir, "main.py"), script);
+      const cmd = door.command(py.executable, ["-B", "main.py", ...args]);
+      const r = await realProcessRunner.run({
+        command: cmd.command,
+        args: cmd.args,
+        cwd: codeDir,
+        env,
+        timeoutMs: door.runnerTimeoutMs,
+        maxCaptureBytes: 1 << 20,
+      });
+      return settleLaunched(door, r);
+    },
+    async fork(script, args = []) {
+      writeFileSync(join(codeDir, "main.py"), script);
+      const s = await getServer();
+      return s.run({
+        argv: ["main.py", ...args],
+        cwd: codeDir,
+        env,
+        timeoutMs: confinement.timeoutMs,
+        killGraceMs: confinement.killGraceMs,
+        maxCaptureBytes: 1 << 20,
+      });
+    },
+    server: getServer,
+    async close() {
+      if (server) await (await server).close();
+    },
+  };
+}

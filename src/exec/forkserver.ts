@@ -1,0 +1,365 @@
+/**
+ * A pre-started Python interpreter that forks a fresh child per run (native/forkserver.py).
+ *
+ * Security: the server is started THROUGH THE DOOR ({@link forkserverConfinement}: the caller's
+ * {@link Confinement} with `procSelf: false` and no launcher time limit), so the server and every
+ * child it forks live in exactly the Landlock domain, mount namespace, seccomp filter and
+ * capability set a plain start of the same confinement gets, under the same `ratchet-confine`
+ * supervisor. A server therefore serves only runs of ONE confinement ({@link Forkserver.matches}).
+ * Per run the server forks a keeper that enters a nested Landlock domain scoping signals (so the
+ * run cannot signal, ptrace or read `/proc` of the server, and the keeper's `kill(-1)` reaches
+ * exactly the run's processes); the keeper forks the script. The time limit is the server's per
+ * run (SIGTERM to everything, SIGKILL `killGraceMs` later, exit 124 with the launcher's own line),
+ * and nothing a run started outlives it.
+ *
+ * The control channel is a Unix socket in a private 0700 folder: Ratchet listens, accepts exactly
+ * ONE connection (the server's), then closes the listener and removes the folder, so no script can
+ * connect later. The script's stdin is `/dev/null` (as a plain start's); its stdout and stderr are
+ * fresh pipes per run, relayed by the server as frames, so a run's output ends exactly when its
+ * last process is gone.
+ *
+ * A forked child is a copy of the server's memory, freed parts included: runs that share a server
+ * must be runs of the same trust (the same step and confinement), never different tenants.
+ *
+ * What differs from a plain start (docs/performance.md "Fast path"): the str hash seed is the
+ * server's for every run it serves (`PYTHONHASHSEED` cannot be changed after start), `/proc/self`
+ * is unreadable (no `--proc-self`: the child would otherwise read the server's), and the process
+ * was started before the run. {@link fitsForkserver} sends scripts that touch these to a plain start.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { findAbove } from "../core/index.js";
+import { HeadTailCapture } from "./capture.js";
+import type { Confinement, Door } from "./door.js";
+import { MAX_EXEC_TIMEOUT_MS } from "./limits.js";
+import { realProcessRunner } from "./process-runner.js";
+import type { ProcessRunner, RunResult } from "./types.js";
+
+export const FORKSERVER_FILE = "forkserver.py";
+/** How long a server may take to connect before the caller falls back to a plain start. */
+export const FORKSERVER_START_TIMEOUT_MS = 10_000;
+
+let serverFile: string | null | undefined;
+
+/** The server's Python file (native/forkserver.py, shipped with the package), or undefined. */
+export function forkserverFile(): string | undefined {
+  serverFile ??= findAbove(import.meta.url, [join("native", FORKSERVER_FILE)], existsSync) ?? null;
+  return serverFile ?? undefined;
+}
+
+/** The confinement the server is started with: the run's, minus `/proc/self`, minus the launcher's timer. */
+export function forkserverConfinement(c: Confinement): Confinement {
+  return { ...c, procSelf: false, timeoutMs: 0 };
+}
+
+/** A stable key of a confinement: one server per key. */
+export function confinementKey(c: Confinement, interpreter: string): string {
+  const sorted = Object.fromEntries(Object.entries(c.env).sort(([a], [b]) => (a < b ? -1 : 1)));
+  return JSON.stringify([
+    interpreter,
+    c.readRoots,
+    c.writeRoots,
+    c.writeFiles,
+    sorted,
+    c.supervise,
+    c.cleanup,
+  ]);
+}
+
+/**
+ * Why a script must take a plain start instead, or undefined when it fits: it reads `/proc`
+ * (its own `/proc/self` is not readable in a forked child) or depends on the str hash seed.
+ */
+export function fitsForkserver(source: string): string | undefined {
+  if (source.includes("/proc"))
+    return "the script names /proc (a forked child cannot read its own /proc/self)";
+  if (/PYTHONHASHSEED|sys\.flags\.hash_randomization/.test(source))
+    return "the script looks at the hash seed (shared by the runs of one server)";
+  return undefined;
+}
+
+/** One run in a server: what `python3 -B <argv…>` in `cwd` would be started with. */
+export interface ForkRun {
+  /** `[script, ...args]`, the script relative to `cwd` (as on a plain command line). */
+  argv: readonly string[];
+  cwd: string;
+  env: Record<string, string>;
+  timeoutMs: number;
+  killGraceMs: number;
+  maxCaptureBytes: number;
+  signal?: AbortSignal;
+  onOutput?: (chunk: Buffer, stream: "stdout" | "stderr") => void;
+}
+
+type Frame = { kind: string; payload: Buffer };
+
+/** Splits the socket's byte stream into frames (1 byte kind, 4 bytes length, payload). */
+class FrameReader {
+  #buf: Buffer = Buffer.alloc(0);
+  push(chunk: Buffer): Frame[] {
+    this.#buf = this.#buf.length ? Buffer.concat([this.#buf, chunk]) : chunk;
+    const out: Frame[] = [];
+    while (this.#buf.length >= 5) {
+      const len = this.#buf.readUInt32BE(1);
+      if (this.#buf.length < 5 + len) break;
+      out.push({ kind: String.fromCharCode(this.#buf[0] ?? 0), payload: this.#buf.subarray(5, 5 + len) });
+      this.#buf = this.#buf.subarray(5 + len);
+    }
+    return out;
+  }
+}
+
+function frame(kind: string, payload: Buffer = Buffer.alloc(0)): Buffer {
+  const head = Buffer.alloc(5);
+  head.write(kind, 0, "latin1");
+  head.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([head, payload]);
+}
+
+/** The result of a run asked of a server that has ended: a harness failure, never the script's. */
+function ended(started: number): RunResult {
+  return {
+    exitCode: null,
+    signal: null,
+    stdout: "",
+    stderr: "",
+    combined: "",
+    stdoutBytes: 0,
+    stderrBytes: 0,
+    combinedBytes: 0,
+    truncated: false,
+    omittedBytes: { stdout: 0, stderr: 0, combined: 0 },
+    durationMs: performance.now() - started,
+    timedOut: false,
+    cancelled: false,
+    spawnError: { code: "ESRCH", message: "the forkserver has ended" },
+  };
+}
+
+/** A started server: runs scripts of its one confinement, one at a time. */
+export class Forkserver {
+  readonly key: string;
+  readonly #sock: Socket;
+  readonly #process: Promise<RunResult>;
+  readonly #stop: AbortController;
+  #onFrame: ((f: Frame) => void) | undefined;
+  #closed = false;
+  #queue: Promise<unknown> = Promise.resolve();
+
+  /** The server's own pid (inside the sandbox), for the escape tests. */
+  serverPid = 0;
+  /** Where the server connected (removed once it did), for the escape tests. */
+  readonly socketPath: string;
+
+  private constructor(
+    key: string,
+    sock: Socket,
+    proc: Promise<RunResult>,
+    stop: AbortController,
+    path: string,
+  ) {
+    this.key = key;
+    this.socketPath = path;
+    this.#sock = sock;
+    this.#process = proc;
+    this.#stop = stop;
+    const reader = new FrameReader();
+    sock.on("data", (d: Buffer) => {
+      for (const f of reader.push(d)) this.#onFrame?.(f);
+    });
+    const gone = (): void => {
+      this.#closed = true;
+      this.#onFrame?.({ kind: "x", payload: Buffer.alloc(0) });
+    };
+    sock.on("close", gone);
+    sock.on("error", gone);
+    void proc.then(gone);
+  }
+
+  /** Whether the server is still there to take a run. */
+  get alive(): boolean {
+    return !this.#closed;
+  }
+
+  /**
+   * Starts a server for `door` (compiled from {@link forkserverConfinement}). Resolves with the
+   * server, or with the reason it cannot serve (no server file, the launcher or the kernel refused).
+   */
+  static async start(opts: {
+    door: Door;
+    interpreter: string;
+    cwd: string;
+    key: string;
+    runner?: ProcessRunner;
+  }): Promise<Forkserver | { fallback: string }> {
+    // Only inside ratchet-confine's sandbox: the server relies on its signal scope and its rules.
+    if (opts.door.protection !== "landlock")
+      return { fallback: `no confining launcher (${opts.door.protection})` };
+    const file = forkserverFile();
+    if (!file) return { fallback: `${FORKSERVER_FILE} is not in the package` };
+    const dir = mkdtempSync(join(tmpdir(), "ratchet-fs-"));
+    const path = join(dir, "s");
+    const listener: Server = createServer();
+    const connected = new Promise<Socket>((resolve) => {
+      listener.once("connection", (s) => {
+        // Exactly one connection: the server's. Nobody can connect after it.
+        listener.close();
+        rmSync(dir, { recursive: true, force: true });
+        resolve(s);
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      listener.once("error", reject);
+      listener.listen(path, () => resolve());
+    });
+    const stop = new AbortController();
+    // The source goes on the command line (`-c`): the package folder is not among the read roots,
+    // and the confinement stays exactly the script's.
+    const cmd = opts.door.command(opts.interpreter, ["-B", "-c", readFileSync(file, "utf8"), path]);
+    const proc = (opts.runner ?? realProcessRunner).run({
+      command: cmd.command,
+      args: cmd.args,
+      cwd: opts.cwd,
+      env: opts.door.env,
+      timeoutMs: MAX_EXEC_TIMEOUT_MS,
+      maxCaptureBytes: 64 * 1024,
+      signal: stop.signal,
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((resolve) => {
+      timer = setTimeout(() => resolve("late"), FORKSERVER_START_TIMEOUT_MS);
+    });
+    const first = await Promise.race([connected, proc, late]);
+    clearTimeout(timer);
+    if (first === "late") {
+      stop.abort();
+      await proc;
+      listener.close();
+      rmSync(dir, { recursive: true, force: true });
+      return { fallback: `the server did not connect within ${FORKSERVER_START_TIMEOUT_MS} ms` };
+    }
+    if (!("write" in first)) {
+      listener.close();
+      rmSync(dir, { recursive: true, force: true });
+      const r = first as RunResult;
+      return {
+        fallback: `the server did not start: ${r.spawnError?.message ?? (r.stderr.trim() || `exit ${r.exitCode ?? r.signal}`)}`,
+      };
+    }
+    const server = new Forkserver(opts.key, first, proc, stop, path);
+    const hello = await server.#next();
+    if (hello.kind === "r") {
+      server.serverPid = Number(hello.payload.toString("latin1"));
+      return server;
+    }
+    await server.close();
+    return {
+      fallback: hello.kind === "u" ? hello.payload.toString("utf8") : "the server ended before it was ready",
+    };
+  }
+
+  #next(): Promise<Frame> {
+    return new Promise((resolve) => {
+      if (this.#closed) return resolve({ kind: "x", payload: Buffer.alloc(0) });
+      this.#onFrame = (f) => {
+        this.#onFrame = undefined;
+        resolve(f);
+      };
+    });
+  }
+
+  /** Runs one script; resolves like the process runner does (never rejects for the script's failure). */
+  run(req: ForkRun): Promise<RunResult> {
+    const next = this.#queue.then(() => this.#run(req));
+    this.#queue = next.catch(() => undefined);
+    return next;
+  }
+
+  async #run(req: ForkRun): Promise<RunResult> {
+    const started = performance.now();
+    if (this.#closed) return ended(started);
+    const out = new HeadTailCapture(req.maxCaptureBytes);
+    const err = new HeadTailCapture(req.maxCaptureBytes);
+    const all = new HeadTailCapture(req.maxCaptureBytes);
+    const status = new Promise<Frame>((resolve) => {
+      this.#onFrame = (f) => {
+        if (f.kind === "o" || f.kind === "e") {
+          (f.kind === "o" ? out : err).push(f.payload);
+          all.push(f.payload);
+          req.onOutput?.(Buffer.from(f.payload), f.kind === "o" ? "stdout" : "stderr");
+          return;
+        }
+        this.#onFrame = undefined;
+        resolve(f);
+      };
+    });
+    const cancel = (): void => {
+      if (!this.#closed) this.#sock.write(frame("c"));
+    };
+    if (req.signal?.aborted) cancel();
+    req.signal?.addEventListener("abort", cancel, { once: true });
+    const body = {
+      argv: req.argv,
+      cwd: req.cwd,
+      env: req.env,
+      // What a plain `python3 main.py` puts first on sys.path: the script's folder.
+      path0: req.cwd,
+      timeoutMs: req.timeoutMs,
+      killGraceMs: req.killGraceMs,
+    };
+    if (!this.#closed) this.#sock.write(frame("q", Buffer.from(JSON.stringify(body))));
+    const f = await status;
+    req.signal?.removeEventListener("abort", cancel);
+    let st: {
+      exitCode: number | null;
+      signal: NodeJS.Signals | null;
+      timedOut: boolean;
+      cancelled: boolean;
+      pid: number;
+    };
+    if (f.kind === "s") st = JSON.parse(f.payload.toString("utf8"));
+    else
+      st = {
+        exitCode: null,
+        signal: "SIGKILL",
+        timedOut: false,
+        cancelled: req.signal?.aborted === true,
+        pid: 0,
+      };
+    if (st.timedOut) {
+      // As the launcher reports its own time limit (src/exec/door.ts launcherTimedOut).
+      const line = Buffer.from(`ratchet-confine: timed out after ${req.timeoutMs} ms\n`);
+      err.push(line);
+      all.push(line);
+      st.exitCode = 124;
+      st.signal = null;
+    }
+    const [o, e, c] = [out.snapshot(), err.snapshot(), all.snapshot()];
+    return {
+      exitCode: st.exitCode,
+      signal: st.signal,
+      stdout: o.text,
+      stderr: e.text,
+      combined: c.text,
+      stdoutBytes: o.totalBytes,
+      stderrBytes: e.totalBytes,
+      combinedBytes: c.totalBytes,
+      truncated: o.truncated || e.truncated || c.truncated,
+      omittedBytes: { stdout: o.omittedBytes, stderr: e.omittedBytes, combined: c.omittedBytes },
+      durationMs: performance.now() - started,
+      timedOut: st.timedOut,
+      cancelled: st.cancelled,
+      pid: st.pid,
+    };
+  }
+
+  /** Ends the server (its supervisor kills everything left and removes the cleanup folders). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#sock.destroy();
+    this.#stop.abort();
+    await this.#process;
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * Escapes from a forkserver run: a script trying to reach the server that forked it, or a previous
+ * run's state — its control socket, its memory and environment through /proc, inherited
+ * descriptors, signals to the server, outliving its run. Every attempt must fail.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ForkKit, forkKit } from "../../src/exec/forkserver-kit.js";
+
+let kit: ForkKit | string;
+beforeAll(async () => {
+  kit = await forkKit();
+});
+afterAll(async () => {
+  if (typeof kit !== "string") await kit.close();
+});
+function k(): ForkKit {
+  if (typeof kit === "string") throw new Error(`cannot run the escape suite here: ${kit}`);
+  return kit;
+}
+
+/** Not running: no such process, or a zombie its reaper has not collected yet. */
+function gone(pid: number): boolean {
+  try {
+    return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return true;
+  }
+}
+
+const TRY = `import os, sys
+def attempt(name, fn):
+    try:
+        r = fn()
+        print(name, "ESCAPED", repr(r)[:80])
+    except Exception as e:
+        print(name, "blocked", type(e).__name__)
+`;
+
+describe("a forkserver run cannot reach its server", () => {
+  it("the control socket is gone and cannot be connected to", async () => {
+    const s = await k().server();
+    expect(existsSync(dirname(s.socketPath))).toBe(false);
+    const r = await k().fork(
+      `${TRY}import socket
+def connect():
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(sys.argv[1])
+    return c.recv(10)
+attempt("connect", connect)
+`,
+      [s.socketPath],
+    );
+    expect(r.stdout).toBe("connect blocked FileNotFoundError\n");
+  });
+
+  it("no descriptor is open in the script beyond a plain start's (stdout/stderr are socket pairs both ways)", async () => {
+    const script = `import os, stat
+open_fds = []
+for fd in range(1024):
+    try:
+        st = os.fstat(fd)
+        open_fds.append((fd, stat.S_ISSOCK(st.st_mode)))
+    except OSError:
+        pass
+print(open_fds)
+`;
+    const r = await k().fork(script);
+    const plain = await k().plain(script);
+    expect(r.stdout).toBe(plain.stdout);
+    expect(r.stdout).toMatch(/^\[\(0, False\), \(1, True\), \(2, True\)(, \(\d+, False\))*\]\n$/);
+  });
+
+  it("the server's /proc (environ, cmdline, mem, maps, fd) cannot be read", async () => {
+    const s = await k().server();
+    const r = await k().fork(
+      `${TRY}pid = sys.argv[1]
+for what in ("environ", "cmdline", "mem", "maps", "status"):
+    attempt(what, lambda: open(f"/proc/{pid}/{what}", "rb").read(64))
+attempt("fd", lambda: os.listdir(f"/proc/{pid}/fd"))
+attempt("parent-environ", lambda: open(f"/proc/{os.getppid()}/environ", "rb").read(64))
+`,
+      [String(s.serverPid)],
+    );
+    expect(r.stdout).not.toMatch(/ESCAPED/);
+    expect(r.stdout.split("\n").filter(Boolean)).toHaveLength(7);
+  });
+
+  it("the server cannot be signalled (SIGTERM, SIGKILL, SIGSTOP)", async () => {
+    const s = await k().server();
+    const r = await k().fork(
+      `${TRY}import signal
+pid = int(sys.argv[1])
+for sig in (signal.SIGTERM, signal.SIGKILL, signal.SIGSTOP, 0):
+    attempt(f"kill {int(sig)}", lambda: os.kill(pid, sig))
+attempt("kill -1", lambda: os.kill(-1, 0) if False else None)
+`,
+      [String(s.serverPid)],
+    );
+    expect(r.stdout.split("\n").filter((l) => l.startsWith("kill ") && !l.startsWith("kill -1"))).toEqual([
+      "kill 15 blocked PermissionError",
+      "kill 9 blocked PermissionError",
+      "kill 19 blocked PermissionError",
+      "kill 0 blocked PermissionError",
+    ]);
+    // Still serving.
+    expect((await k().fork("print('alive')\n")).stdout).toBe("alive\n");
+  });
+
+  it("kill(-1) from a script reaches only its own run: the server survives", async () => {
+    const r = await k().fork("import os, signal\nos.kill(-1, signal.SIGKILL)\nprint('after')\n");
+    // The script's kill(-1) takes its keeper too (same run); the server reports it and goes on.
+    expect(r.signal ?? r.exitCode).toBeDefined();
+    expect((await k().fork("print('alive')\n")).stdout).toBe("alive\n");
+  });
+
+  it("a previous run's leftovers are gone before the next run starts", async () => {
+    const first = await k().fork(
+      "import subprocess\nprint(subprocess.Popen(['sleep', '30'], start_new_session=False).pid, flush=True)\n",
+    );
+    const pid = Number(first.stdout.trim());
+    expect(pid).toBeGreaterThan(0);
+    expect(gone(pid)).toBe(true);
+    const second = await k().fork(
+      `${TRY}attempt("signal leftover", lambda: os.kill(int(sys.argv[1]), 0))\n`,
+      [String(pid)],
+    );
+    expect(second.stdout).toBe("signal leftover blocked ProcessLookupError\n");
+  });
+
+  it("a previous run's secrets are not in the next run's memory as globals or environment", async () => {
+    const s1 = "import os\nos.environ['RUN1_SECRET']='x'\nTOKEN='run1-token'\n";
+    await k().fork(s1);
+    const r = await k().fork(
+      "import gc, os\nprint('RUN1_SECRET' in os.environ, any(isinstance(o, dict) and o.get('TOKEN') == 'run1-token' for o in gc.get_objects()))\n",
+    );
+    expect(r.stdout).toBe("False False\n");
+  });
+
+  it("a script that kills its keeper does not outlive its run", async () => {
+    const r = await k().fork(
+      "import os, signal, subprocess, time\nchild = subprocess.Popen(['sleep', '30'])\nprint(child.pid, flush=True)\nos.kill(os.getppid(), signal.SIGKILL)\ntime.sleep(30)\n",
+    );
+    const pid = Number(r.stdout.trim().split("\n")[0]);
+    expect(pid).toBeGreaterThan(0);
+    expect(gone(pid)).toBe(true);
+    expect((await k().fork("print('alive')\n")).stdout).toBe("alive\n");
+  });
+});
