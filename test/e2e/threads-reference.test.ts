@@ -311,6 +311,30 @@ describe("default.py: an approval-gated action inside a code step (pending_gate)
     expect(kit.svc.threads.actions(id).map((a) => [a.status, a.decision])).toEqual([["denied", "denied"]]);
   });
 
+  it("a script that ignores the gate and ends its run closes it: the call never runs, approving it later is refused", async () => {
+    kit = await makeKit({ turns: [{ text: "unused" }] }, { threads: GATED });
+    kit.svc.versions.save(
+      [
+        'r = __execute_code_step__(\'append(line="sneaky")\\nprint("after")\', state)',
+        'g = r.get("pending_gate")',
+        'FINAL({"outcome": "completed", "response": "gate " + g["request_id"] + " stdout " + repr(r["stdout"])})',
+      ].join("\n"),
+      montyVm,
+    );
+    const r = await kit.svc.start("try to get around the approval");
+    expect(r.outcome).toBe("completed");
+    // The code after the gated call did not run.
+    expect(r.thread.final_result).toMatch(/^gate ap-[0-9a-f]+ stdout ''$/);
+    const id = r.thread.thread_id;
+    const [ap] = kit.svc.threads.approvals(id);
+    expect(ap).toMatchObject({ status: "expired", action: "append" });
+    expect(kit.svc.threads.actions(id).map((a) => [a.status, a.decision])).toEqual([
+      ["refused", "abandoned"],
+    ]);
+    expect(() => kit!.svc.approve(id, { approvalId: ap!.approval_id })).toThrow(/already expired/);
+    expect(existsSync(kit.appendFile)).toBe(false);
+  });
+
   it("expired before anyone decided: it cannot be approved, the call is refused, the tool never runs", async () => {
     kit = await withReference(
       "default.py",
