@@ -320,8 +320,9 @@ export class Driver {
         }
         continue;
       }
-      const args =
-        reaches || external || !this.#hasSnapshot ? JSON.stringify({ args: p.args, kwargs: p.kwargs }) : "";
+      // The call's arguments as saved with a VM paused at it (only then: default.py passes its whole
+      // transcript to every model call, and stringifying it each time was a cost of its own).
+      const args = () => JSON.stringify({ args: p.args, kwargs: p.kwargs });
       const saveHere = (paused: PausedVm) => {
         const bytes = paused.dump();
         // The batch's writes commit with the saved VM; its journal rows are not written (the
@@ -335,7 +336,7 @@ export class Driver {
             seq,
             vm: bytes,
             call_name: p.name,
-            call_args: args,
+            call_args: args(),
             answered: 0,
             answer: null,
           });
@@ -388,7 +389,7 @@ export class Driver {
                 seq,
                 vm: current.dump(),
                 call_name: p.name,
-                call_args: args,
+                call_args: args(),
                 answered: 1,
                 answer: text,
               });
