@@ -155,6 +155,8 @@ export async function runCodeStep(
     final_answer: finalAnswer,
     had_error: error !== null,
     pending_gate: pendingGate,
+    // The key the original's earlier script (default-7f87d17.py) reads; default.py reads it as a fallback.
+    need_approval: pendingGate,
     tokens,
   };
   return ctx.commit({ value }, () =>

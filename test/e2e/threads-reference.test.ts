@@ -232,6 +232,40 @@ describe.each(SCRIPTS)("reference orchestrator %s, stored unmodified", (name) =>
   });
 });
 
+describe("default-7f87d17.py: its need_approval path on a code step's gated call", () => {
+  it("pauses, approved from another service: the call runs once and the answer reaches the model", async () => {
+    kit = await withReference(
+      "default-7f87d17.py",
+      {
+        turns: [
+          { text: '```repl\nr = append(line="old script")\n```' },
+          {
+            match: { contains: '[append] {"appended":"old script","lines":1}' },
+            text: "Old script appended.",
+          },
+        ],
+      },
+      { policy: { default: "allow", rules: [{ action: "append", decision: "require_approval" }] } },
+    );
+    const running = kit.svc.start("append a line from code");
+    const store = SqliteStore.open(join(kit.dir, "ratchet.db"));
+    others.push(store);
+    const other = new ThreadService({ store });
+    let id: string | undefined;
+    for (let i = 0; i < 400 && !id; i++) {
+      const t = other.threads.list()[0];
+      if (t?.state === "waiting") id = t.thread_id;
+      else await new Promise((res) => setTimeout(res, 25));
+    }
+    expect(id).toBeDefined();
+    other.approve(id!);
+    const r = await running;
+    expect(r.thread.final_result).toBe("Old script appended.");
+    expect(r.outcome).toBe("completed");
+    expect(readFileSync(kit.appendFile, "utf8")).toBe("old script\n");
+  });
+});
+
 describe("default.py: an approval-gated action inside a code step (pending_gate)", () => {
   const GATED = { policy: { default: "allow", rules: [{ action: "append", decision: "require_approval" }] } };
   const CODE = '```repl\nr = append(line="gated line")\nprint("after the call", r)\n```';
