@@ -52,6 +52,11 @@ export interface CheckpointScope {
   d: EngineDeps;
   threadId: string;
   hooks: HostHooks;
+  /**
+   * Whether a code step's call that needs an approval becomes a gate (`pending_gate`, the script
+   * pauses the thread) instead of being refused: on for stored versions, off for the built-in one.
+   */
+  codeGates?: boolean;
 }
 
 const ms = (a: string, b: string | null) => (b ? Math.max(0, Date.parse(b) - Date.parse(a)) : 0);
@@ -192,7 +197,7 @@ export async function preflight(s: CheckpointScope, call: ActionCall): Promise<P
     };
   if (verdict.decision !== "require_approval")
     return { kind: "run", lease, decision: verdict.granted ? "granted" : verdict.decision };
-  if (call.callId.startsWith(CODE_CALL_PREFIX))
+  if (call.callId.startsWith(CODE_CALL_PREFIX) && !s.codeGates)
     return {
       kind: "outcome",
       outcome: refusal(
@@ -226,7 +231,8 @@ function requestApproval(s: CheckpointScope, call: ActionCall): ApprovalRow {
   };
   threads.tx(() => {
     threads.insertApproval(row);
-    if (threads.require(s.threadId).state === "running")
+    // A code step's gate moves the thread when the script has ended its run (engine.ts, gatePaused).
+    if (threads.require(s.threadId).state === "running" && !call.callId.startsWith(CODE_CALL_PREFIX))
       threads.transition(s.threadId, "waiting", { reason: `approval needed: ${call.action}` });
     threads.event(s.threadId, ThreadEvent.ApprovalRequested, {
       approval_id: row.approval_id,
@@ -387,6 +393,34 @@ export async function executeAction(
   if (p.kind === "outcome") return p.outcome;
   if (p.kind === "approval") return stop("failed", `approval of ${call.callId} did not settle`);
   return runCall(s, call, p.lease, p.decision);
+}
+
+/**
+ * A code step's call: as {@link executeAction}, except that a call waiting for a decision is not
+ * waited for here but answered as its gate (the approval is written, pending); the code step ends
+ * and hands it to the script as `pending_gate`. A call decided already (a code step run again
+ * after a restart) goes on as usual.
+ */
+export async function executeOrGate(
+  s: CheckpointScope,
+  call: ActionCall,
+): Promise<ActionOutcome | HostStopResult | { gate: ApprovalRow }> {
+  let p: Preflight | HostStopResult = await preflight(s, call);
+  if (p.kind === "approval" && p.approval.status === "pending") return { gate: p.approval };
+  if (p.kind === "approval") p = await awaitApproval(s, call, p.approval);
+  if ("stop" in p) return p;
+  if (p.kind === "outcome") return p.outcome;
+  if (p.kind === "approval") return stop("failed", `approval of ${call.callId} did not settle`);
+  return runCall(s, call, p.lease, p.decision);
+}
+
+/** The approval a code step's gate left for this thread and that no call has consumed yet. */
+export function openGate(s: CheckpointScope): ApprovalRow | undefined {
+  const { threads } = s.d;
+  return threads
+    .approvals(s.threadId)
+    .filter((a) => a.call_id.startsWith(CODE_CALL_PREFIX) && !threads.action(s.threadId, a.call_id))
+    .at(-1);
 }
 
 /**

@@ -2,7 +2,8 @@
  * `__execute_code_step__(code, state)`: runs model-written Python in a nested Monty VM with its own,
  * smaller limits, `state` as a variable, and these functions: the actions by name
  * (`echo__add(a=1, b=2)` or `echo__add({"a": 1, "b": 2})`, through the same checkpoint — one that
- * needs an approval is refused there, raising PermissionError; a failed one raises RuntimeError),
+ * needs an approval ends the code step with its gate in `pending_gate` (stored versions; the
+ * built-in one refuses it, raising PermissionError); a failed one raises RuntimeError),
  * `llm_query(prompt, context=None, model=None)`, `llm_query_batched(prompts, context=None, …)`,
  * `rlm_query(prompt)` (a child thread, a full sub-agent) and `FINAL(value)`. Answers
  * `{return_value, stdout, action_results, final_answer, had_error, pending_gate}`; errors (limits
@@ -42,6 +43,7 @@ export async function runCodeStep(
   let finalAnswer: unknown = null;
   let returnValue: unknown = null;
   let error: string | null = null;
+  let pendingGate: Record<string, unknown> | null = null;
   let tokens = 0;
   let llmCalls = 0;
   let actionCalls = 0;
@@ -114,6 +116,19 @@ export async function runCodeStep(
           vm = vm.raise("RuntimeError", `action ${name}: ${r.reason}`);
           continue;
         }
+        if ("gate" in r) {
+          // The code stops here; the script gets the gate and pauses the thread (default.py's path).
+          pendingGate = {
+            gate_paused: true,
+            gate_name: "approval",
+            request_id: r.gate.approval_id,
+            action_name: name,
+            call_id: r.gate.call_id,
+            parameters: callArgs,
+            resume_kind: { approval: { request_id: r.gate.approval_id, expires_ms: r.gate.expires_ms } },
+          };
+          break;
+        }
         actionResults.push(r.result);
         if (!r.result.is_error) vm = vm.resume(r.result.output);
         else
@@ -125,7 +140,7 @@ export async function runCodeStep(
         vm = vm.raise("NameError", `name '${name}' is not defined`);
       }
     }
-    returnValue = vm.progress.output ?? null;
+    if (vm.progress.kind === "done") returnValue = vm.progress.output ?? null;
   } catch (e) {
     error = e instanceof VmError ? e.message : String(e);
   }
@@ -139,7 +154,9 @@ export async function runCodeStep(
     action_results: actionResults,
     final_answer: finalAnswer,
     had_error: error !== null,
-    pending_gate: null,
+    pending_gate: pendingGate,
+    // The key the original's earlier script (default-7f87d17.py) reads; default.py reads it as a fallback.
+    need_approval: pendingGate,
     tokens,
   };
   return ctx.commit({ value }, () =>
@@ -149,6 +166,7 @@ export async function runCodeStep(
       error,
       tokens,
       final: finalAnswer !== null,
+      gate: pendingGate ? pendingGate.request_id : null,
       actions: actionResults.length,
     }),
   );

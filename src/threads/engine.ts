@@ -6,6 +6,7 @@
  */
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
+import { resultText } from "./action-keys.js";
 import { ThreadEvent } from "./events.js";
 import { type HostAnswer, HostCalls } from "./host.js";
 import { countSkillUse } from "./host-skills.js";
@@ -33,7 +34,7 @@ import {
   SNAPSHOT_AFTER_CALLS,
 } from "./limits.js";
 import { interpretOutcome } from "./outcome.js";
-import type { ThreadRow } from "./thread-store.js";
+import type { ApprovalRow, ThreadRow } from "./thread-store.js";
 import { montyVm, type PausedVm, VmError, type VmFactory, type VmLimits } from "./vm.js";
 
 export type { DriveEvent, DriveOutcome, EngineDeps } from "./host-types.js";
@@ -102,6 +103,11 @@ export class Driver {
    */
   #batch: { openedMs: number; writes: number; journal: JournalRow[] } | null = null;
   #lastHostError: string | null = null;
+  /**
+   * Set when the script runs again from the top after a code step's gate: the writes that go with
+   * the new VM's first saved checkpoint (the gated call's result for `__check_signals__`).
+   */
+  #restartEffects: (() => void) | null = null;
   #version = 0;
 
   constructor(
@@ -140,6 +146,7 @@ export class Driver {
       if (mode === "start") {
         const v = this.#d.versions.active({ selfModify: this.#d.config.selfModify });
         this.#version = v.version;
+        this.#host.codeGates = v.version !== 0;
         threads.transition(this.threadId, "running", {
           expect: ["created"],
           patch: {
@@ -163,6 +170,7 @@ export class Driver {
       } else {
         const cp = threads.checkpoint(this.threadId);
         this.#version = t.orchestrator_version ?? 0;
+        this.#host.codeGates = this.#version !== 0;
         if (!cp) return this.#fail(`no checkpoint to resume from`);
         const pending = t.state === "waiting" && threads.pendingApprovals(this.threadId).length > 0;
         const patch = { driver: this.#me, driver_heartbeat_ms: this.#now() };
@@ -209,17 +217,19 @@ export class Driver {
    * last user message, stored here), `goal`, `actions` (the leased ones), `state` (empty on a fresh
    * thread) and `config` (limits and counters).
    */
-  async #inputs(t: ThreadRow): Promise<Record<string, unknown>> {
+  async #inputs(t: ThreadRow, state?: unknown): Promise<Record<string, unknown>> {
     const { threads, config } = this.#d;
-    threads.addMessage({
-      thread_id: this.threadId,
-      role: "user",
-      content: t.goal,
-      tool_calls: null,
-      call_id: null,
-      tool_name: null,
-      is_error: 0,
-    });
+    // A run again after a gate: the goal is stored already.
+    if (state === undefined)
+      threads.addMessage({
+        thread_id: this.threadId,
+        role: "user",
+        content: t.goal,
+        tool_calls: null,
+        call_id: null,
+        tool_name: null,
+        is_error: 0,
+      });
     const budget = JSON.parse(t.budget) as { max_steps: number; max_tokens: number };
     return {
       context: [
@@ -228,7 +238,7 @@ export class Driver {
       ],
       goal: t.goal,
       actions: await this.#host.leasedActions(),
-      state: {},
+      state: state ?? {},
       config: {
         max_iterations: budget.max_steps,
         max_tokens: budget.max_tokens,
@@ -264,7 +274,12 @@ export class Driver {
     let calls = 0;
     for (;;) {
       const p = vm.progress;
-      if (p.kind === "done") return this.#finished(p.output);
+      if (p.kind === "done") {
+        const f = await this.#finished(p.output);
+        if (!("restart" in f)) return f;
+        vm = f.restart;
+        continue;
+      }
       if (++calls > MAX_HOST_CALLS)
         return this.#fail(`the orchestrator made more than ${MAX_HOST_CALLS} host calls`);
       // A model call is journaled like a write (its reply commits with its effects), so a crash
@@ -274,8 +289,11 @@ export class Driver {
       // VM must be there for whoever continues it); a crash during one resumes from the last saved
       // VM, replays, and the call id finds the call (recorded outcome, or `started`: not run again).
       const reaches = EXTERNAL.has(p.name) || p.name === "__llm_complete__";
+      // The first call of a script run again after a gate saves its VM, whatever the call.
+      const forced = this.#restartEffects !== null;
       let external =
-        reaches && (!this.#hasSnapshot || this.#seq + 1 - this.#snapshotSeq > SNAPSHOT_AFTER_CALLS);
+        forced ||
+        (reaches && (!this.#hasSnapshot || this.#seq + 1 - this.#snapshotSeq > SNAPSHOT_AFTER_CALLS));
       const sync = HostCalls.SYNC.has(p.name);
       // An external call commits the batch with its saved VM (below); a call that awaits commits it first.
       if (this.#batch && !external && (!sync || this.#batchFull())) this.#commitBatch();
@@ -302,18 +320,23 @@ export class Driver {
         }
         continue;
       }
-      const args = reaches || !this.#hasSnapshot ? JSON.stringify({ args: p.args, kwargs: p.kwargs }) : "";
+      // The call's arguments as saved with a VM paused at it (only then: default.py passes its whole
+      // transcript to every model call, and stringifying it each time was a cost of its own).
+      const args = () => JSON.stringify({ args: p.args, kwargs: p.kwargs });
       const saveHere = (paused: PausedVm) => {
         const bytes = paused.dump();
         // The batch's writes commit with the saved VM; its journal rows are not written (the
         // journal starts again after this call).
         this.#commitBatch(() => {
+          const restart = this.#restartEffects;
+          this.#restartEffects = null;
+          restart?.();
           threads.saveCheckpoint({
             thread_id: this.threadId,
             seq,
             vm: bytes,
             call_name: p.name,
-            call_args: args,
+            call_args: args(),
             answered: 0,
             answer: null,
           });
@@ -336,7 +359,7 @@ export class Driver {
         seq,
         unchanged: this.#batch,
         commit: (answer, effects) => {
-          if (sync && this.#hasSnapshot) {
+          if (sync && this.#hasSnapshot && !external) {
             // Group commit: the effects run in the open batch, the journal rows wait for its commit.
             const batch = this.#openBatch();
             if (batch) {
@@ -366,7 +389,7 @@ export class Driver {
                 seq,
                 vm: current.dump(),
                 call_name: p.name,
-                call_args: args,
+                call_args: args(),
                 answered: 1,
                 answer: text,
               });
@@ -386,6 +409,9 @@ export class Driver {
       } finally {
         this.#saveBeforeWait = null;
       }
+      // The forced save's call answered without a write: marked answered all the same.
+      if (forced && !committed && !isStop(result))
+        threads.tx(() => threads.markAnswered(this.threadId, seq, JSON.stringify(result)));
       // A read is journaled too, so a resumed script sees the same answers and takes the same path.
       if (!committed && !isStop(result) && this.#hasSnapshot && !external && !PURE.has(p.name))
         this.#reads.push({ seq, name: p.name, answer: JSON.stringify(result) });
@@ -467,24 +493,107 @@ export class Driver {
     }
   }
 
-  #finished(output: unknown): DriveResult {
+  async #finished(output: unknown): Promise<DriveResult | { restart: PausedVm }> {
     const { threads } = this.#d;
     const t = threads.require(this.threadId);
     this.#d.versions.recordSuccess(this.#version);
     const requested = this.#requestedTransition();
+    const gate = this.#host.openGate();
     const end = interpretOutcome({
+      gate: gate !== undefined,
       finalOutcome: t.final_outcome ? (JSON.parse(t.final_outcome) as Record<string, unknown>) : null,
       finalResult: t.final_result,
       returned: output,
       requested,
       cancelRequested: t.cancel_requested === 1,
     });
+    if (end.kind === "gate") return this.#gatePaused(gate!);
+    if (gate) this.#abandonGate(gate);
     if (end.kind === "failed") return this.#fail(end.reason);
     this.#host.fillMissingResults("the thread ended before this call ran");
     this.#countSkills(true);
     const done = threads.transition(this.threadId, "completed", { reason: end.reason });
     this.#emitState("completed", end.reason);
     return { outcome: "completed", thread: done };
+  }
+
+  /**
+   * The script ended its run on a code step's gate (default.py: `FINAL({outcome: "gate_paused"})`):
+   * the thread waits for the decision as for a tool call's approval; once decided, the call goes
+   * through the checkpoint (run once, or refused), its result in `format_output`'s form
+   * (`[name] output`, `[name ERROR] …`) is queued for `__check_signals__`, and the script runs
+   * again from the top with the state it saved. Everything here is a function of committed rows,
+   * so a driver that resumes after a crash replays to the same FINAL and gets here again.
+   */
+  async #gatePaused(gate: ApprovalRow): Promise<DriveResult | { restart: PausedVm }> {
+    const { threads } = this.#d;
+    this.#commitBatch();
+    const args = JSON.parse(gate.args) as Record<string, unknown>;
+    if (gate.status === "pending") {
+      threads.tx(() => {
+        if (threads.require(this.threadId).state === "running")
+          threads.transition(this.threadId, "waiting", { reason: `approval needed: ${gate.action}` });
+      });
+      this.#d.onEvent?.({
+        type: "approval",
+        approvalId: gate.approval_id,
+        action: gate.action,
+        callId: gate.call_id,
+        args,
+      });
+      const w = await this.#waitForDecision(gate.approval_id);
+      if (w === "released") return { outcome: "waiting", thread: threads.require(this.threadId) };
+      if (w === "cancelled") return this.#fail("cancelled");
+    }
+    const o = await this.#host.runGate(gate);
+    if ("stop" in o) {
+      if (o.stop === "waiting") return { outcome: "waiting", thread: threads.require(this.threadId) };
+      if (o.stop === "suspended") return this.#suspend();
+      return this.#fail(o.reason);
+    }
+    const r = o.result;
+    const text = `[${r.action_name}${r.is_error ? " ERROR" : ""}] ${r.is_error ? String(r.output) : resultText(r.output)}`;
+    const cp = threads.checkpoint(this.threadId);
+    const state = cp?.script_state ? (JSON.parse(cp.script_state) as unknown) : {};
+    let vm: PausedVm;
+    try {
+      const v = this.#d.versions.get(this.#version);
+      vm = this.#vm.start(v.code, {
+        scriptName: `orchestrator_v${v.version}.py`,
+        inputs: await this.#inputs(threads.require(this.threadId), state ?? {}),
+        limits: this.#limits(),
+      });
+    } catch (e) {
+      return this.#orchestratorFailed(e);
+    }
+    const effects = () => {
+      threads.inject(this.threadId, text);
+      threads.patch(this.threadId, { final_result: null, final_outcome: null });
+    };
+    this.#replay = [];
+    this.#reads = [];
+    if (vm.progress.kind === "done") threads.tx(effects);
+    else this.#restartEffects = effects;
+    return { restart: vm };
+  }
+
+  /** A gate the script did not pause on (it ended otherwise): the call is refused and the gate closed. */
+  #abandonGate(gate: ApprovalRow): void {
+    const { threads } = this.#d;
+    const msg = `the orchestrator ended without pausing on the gate of call ${gate.call_id}: not run`;
+    threads.tx(() => {
+      threads.expireApproval(gate.approval_id);
+      threads.insertAction({
+        thread_id: this.threadId,
+        call_id: gate.call_id,
+        action: gate.action,
+        args: gate.args,
+        status: "refused",
+        decision: "abandoned",
+        lease_id: null,
+      });
+      threads.finishAction(this.threadId, gate.call_id, "refused", null, msg);
+    });
   }
 
   /** The last `__transition_to__` the script asked for. */

@@ -102,5 +102,14 @@ export interface CodeStepHost {
         status: string;
       }
     | { stop: string; reason: string }
+    | {
+        gate: {
+          approval_id: string;
+          call_id: string;
+          action: string;
+          args: string;
+          expires_ms?: number | null;
+        };
+      }
   >;
 }

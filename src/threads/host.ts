@@ -9,7 +9,14 @@
 import { ErrorCode } from "../core/index.js";
 import type { ToolDef } from "../model/index.js";
 import { findLease } from "./action-keys.js";
-import { type ActionCall, type ActionOutcome, executeAction, executeActions } from "./checkpoint.js";
+import {
+  type ActionCall,
+  type ActionOutcome,
+  executeAction,
+  executeActions,
+  executeOrGate,
+  openGate,
+} from "./checkpoint.js";
 import { runCodeStep } from "./code-step.js";
 import { DocKind } from "./documents.js";
 import { ThreadEvent } from "./events.js";
@@ -26,7 +33,7 @@ import {
 import { LLM_TIMEOUT_MS } from "./limits.js";
 import { classifyReply, scriptMessagesToModel, toModelMessages } from "./llm-shapes.js";
 import { canTransition, isThreadState } from "./states.js";
-import type { MessageRow } from "./thread-store.js";
+import type { ApprovalRow, MessageRow } from "./thread-store.js";
 
 export { toModelMessages } from "./llm-shapes.js";
 
@@ -55,6 +62,8 @@ export class HostCalls {
   #rows: MessageRow[] = [];
   /** The batch token (`HostContext.unchanged`) in which `__check_signals__` last answered None. */
   #quietIn: object | null = null;
+  /** Code steps' gated calls pause the run (`pending_gate`) rather than being refused (stored versions). */
+  codeGates = false;
 
   constructor(
     readonly d: EngineDeps,
@@ -306,7 +315,7 @@ export class HostCalls {
   }
 
   get #scope() {
-    return { d: this.d, threadId: this.threadId, hooks: this.hooks };
+    return { d: this.d, threadId: this.threadId, hooks: this.hooks, codeGates: this.codeGates };
   }
 
   async executeOne(call: ActionCall, ctx: HostContext): Promise<HostResult> {
@@ -333,7 +342,27 @@ export class HostCalls {
   }
 
   /** Runs one call for a code step (its writes commit at once; the code step's answer comes later). */
-  async executeForCode(call: ActionCall): Promise<ActionOutcome | { stop: string; reason: string }> {
+  async executeForCode(
+    call: ActionCall,
+  ): Promise<ActionOutcome | { stop: string; reason: string } | { gate: ApprovalRow }> {
+    const r = await executeOrGate(this.#scope, call);
+    if ("stop" in r || "gate" in r) return r;
+    if (r.effects) this.d.threads.tx(r.effects);
+    return r;
+  }
+
+  /** The approval a code step's gate left that no call has consumed yet. */
+  openGate(): ApprovalRow | undefined {
+    return openGate(this.#scope);
+  }
+
+  /** Runs the call of a decided gate through the checkpoint (exactly once by its call id); its writes commit at once. */
+  async runGate(gate: ApprovalRow): Promise<ActionOutcome | { stop: string; reason: string }> {
+    const call = {
+      callId: gate.call_id,
+      action: gate.action,
+      args: JSON.parse(gate.args) as Record<string, unknown>,
+    };
     const r = await executeAction(this.#scope, call);
     if ("stop" in r) return r;
     if (r.effects) this.d.threads.tx(r.effects);

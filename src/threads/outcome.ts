@@ -4,7 +4,10 @@
  * `__transition_to__` it asked for.
  */
 
-export type RunEnd = { kind: "completed"; reason: string | null } | { kind: "failed"; reason: string };
+export type RunEnd =
+  | { kind: "completed"; reason: string | null }
+  | { kind: "failed"; reason: string }
+  | { kind: "gate" };
 
 export interface RunFacts {
   finalOutcome: Record<string, unknown> | null;
@@ -13,9 +16,14 @@ export interface RunFacts {
   returned: unknown;
   requested: { to: string; reason: string } | null;
   cancelRequested: boolean;
+  /** Whether a code step left a gate (an approval no call has consumed) for the script to pause on. */
+  gate?: boolean;
 }
 
-/** Outcomes that mean "wait for a person": Ratchet waits inside `__execute_action__`, so a run never ends with one. */
+/**
+ * Outcomes that mean "wait for a person". Ratchet waits inside `__execute_action__`; a run ends
+ * with one only after a code step's gate (`pending_gate`), which the driver then waits on.
+ */
 const WAIT_OUTCOMES = new Set(["need_approval", "gate_paused", "need_authentication"]);
 
 export function interpretOutcome(f: RunFacts): RunEnd {
@@ -43,10 +51,11 @@ export function interpretOutcome(f: RunFacts): RunEnd {
     case "failed":
       return { kind: "failed", reason: error ?? why("failed") ?? "the orchestrator reported a failure" };
     default:
+      if (WAIT_OUTCOMES.has(o) && f.gate) return { kind: "gate" };
       if (WAIT_OUTCOMES.has(o))
         return {
           kind: "failed",
-          reason: `the orchestrator ended with ${o}, but approvals are waited for inside __execute_action__`,
+          reason: `the orchestrator ended with ${o}, but no gate of a code step is open (approvals of tool calls are waited for inside __execute_action__)`,
         };
       if (f.finalResult !== null) return { kind: "completed", reason: why("completed") };
       return { kind: "failed", reason: error ?? `the orchestrator ended with outcome ${o} and no response` };

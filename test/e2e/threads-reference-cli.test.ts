@@ -38,7 +38,10 @@ const TURNS: ScriptInput = {
   ],
 };
 
-async function setup(scriptName: string): Promise<{
+async function setup(
+  scriptName: string,
+  turns: ScriptInput = TURNS,
+): Promise<{
   ws: TestWorkspace;
   env: Record<string, string>;
   appendFile: string;
@@ -46,7 +49,7 @@ async function setup(scriptName: string): Promise<{
 }> {
   const ws = await makeWorkspace("ratchet-threads-ref-");
   cleanups.push(() => ws.remove());
-  const model = await startScriptedModel({ script: TURNS });
+  const model = await startScriptedModel({ script: turns });
   cleanups.push(() => model.close());
   const appendFile = join(ws.dir, "appended.txt");
   writeFileSync(
@@ -126,6 +129,87 @@ describe.each(["default.py", "default-7f87d17.py"])("reference orchestrator %s t
       orchestrator: { version: 1, why: "the highest version saved (by a person)" },
       pending: [],
     });
+  });
+});
+
+describe("default.py: a code step's gated call (pending_gate) through the CLI", () => {
+  it("waits with the call's arguments in `thread show`, kill -9, approve from another process: the call runs once, its result reaches the model", async () => {
+    const { ws, env, appendFile, requests } = await setup("default.py", {
+      turns: [
+        { text: '```repl\nr = append(line="from code")\nprint("after", r)\n```' },
+        { match: { contains: '[append] {"appended":"from code","lines":1}' }, text: "Appended from code." },
+      ],
+    });
+    const waiting = startRatchet(["thread", "start", "append a line from code"], { cwd: ws.dir, env });
+    cleanups.push(() => {
+      if (waiting.child.exitCode === null && waiting.child.signalCode === null) waiting.child.kill("SIGKILL");
+    });
+    await waitFor(
+      () =>
+        existsSync(ws.dbPath) &&
+        state(ws)?.state === "waiting" &&
+        waiting.stdoutSoFar().includes("approval needed"),
+      "the thread to wait for the code step's gate",
+    );
+    const id = state(ws)!.thread_id;
+    const show = await ws.run(["thread", "show", id], { env });
+    expect(show.stdout).toContain("waiting for approval");
+    expect(show.stdout).toMatch(/append\(\{"line":"from code"\}\) call code-\d+-1/);
+    waiting.child.kill("SIGKILL");
+    expect((await waiting.done).signal).toBe("SIGKILL");
+    expect(lines(appendFile)).toEqual([]);
+
+    const approve = await ws.run(["thread", "approve", id, "--json"], { env });
+    expect(approve.stderr).toBe("");
+    expect(approve.marker).toMatchObject({
+      ok: true,
+      outcome: "completed",
+      final_result: "Appended from code.",
+    });
+    expect(lines(appendFile)).toEqual(["from code"]);
+    expect(query(ws, "SELECT action, status, COUNT(*) AS n FROM thread_actions GROUP BY call_id")).toEqual([
+      { action: "append", status: "succeeded", n: 1 },
+    ]);
+    const last = requests().at(-1) as { messages: { content: string | null }[] };
+    expect(last.messages.map((m) => m.content)).toContain('[append] {"appended":"from code","lines":1}');
+    // Approving again: nothing left to decide, nothing runs again.
+    const again = await ws.run(["thread", "approve", id, "--json"], { env });
+    expect(again.status).not.toBe(0);
+    expect(lines(appendFile)).toEqual(["from code"]);
+  });
+
+  it("kill -9 while waiting, deny from another process: the tool never runs, the denial reaches the model", async () => {
+    const { ws, env, appendFile } = await setup("default.py", {
+      turns: [
+        { text: '```repl\nr = append(line="never")\n```' },
+        {
+          match: { contains: "[append ERROR] action append was denied" },
+          text: "Denied, so nothing appended.",
+        },
+      ],
+    });
+    const waiting = startRatchet(["thread", "start", "append a line from code"], { cwd: ws.dir, env });
+    cleanups.push(() => {
+      if (waiting.child.exitCode === null && waiting.child.signalCode === null) waiting.child.kill("SIGKILL");
+    });
+    await waitFor(
+      () =>
+        existsSync(ws.dbPath) &&
+        state(ws)?.state === "waiting" &&
+        waiting.stdoutSoFar().includes("approval needed"),
+      "the thread to wait for the code step's gate",
+    );
+    const id = state(ws)!.thread_id;
+    waiting.child.kill("SIGKILL");
+    await waiting.done;
+    const deny = await ws.run(["thread", "deny", id, "--json"], { env });
+    expect(deny.stderr).toBe("");
+    expect(deny.marker).toMatchObject({
+      ok: true,
+      outcome: "completed",
+      final_result: "Denied, so nothing appended.",
+    });
+    expect(lines(appendFile)).toEqual([]);
   });
 });
 

@@ -231,3 +231,158 @@ describe.each(SCRIPTS)("reference orchestrator %s, stored unmodified", (name) =>
     expect(last.map((m) => m.content)).toContain("also say thanks");
   });
 });
+
+describe("default-7f87d17.py: its need_approval path on a code step's gated call", () => {
+  it("pauses, approved from another service: the call runs once and the answer reaches the model", async () => {
+    kit = await withReference(
+      "default-7f87d17.py",
+      {
+        turns: [
+          { text: '```repl\nr = append(line="old script")\n```' },
+          {
+            match: { contains: '[append] {"appended":"old script","lines":1}' },
+            text: "Old script appended.",
+          },
+        ],
+      },
+      { policy: { default: "allow", rules: [{ action: "append", decision: "require_approval" }] } },
+    );
+    const running = kit.svc.start("append a line from code");
+    const store = SqliteStore.open(join(kit.dir, "ratchet.db"));
+    others.push(store);
+    const other = new ThreadService({ store });
+    let id: string | undefined;
+    for (let i = 0; i < 400 && !id; i++) {
+      const t = other.threads.list()[0];
+      if (t?.state === "waiting") id = t.thread_id;
+      else await new Promise((res) => setTimeout(res, 25));
+    }
+    expect(id).toBeDefined();
+    other.approve(id!);
+    const r = await running;
+    expect(r.thread.final_result).toBe("Old script appended.");
+    expect(r.outcome).toBe("completed");
+    expect(readFileSync(kit.appendFile, "utf8")).toBe("old script\n");
+  });
+});
+
+describe("default.py: an approval-gated action inside a code step (pending_gate)", () => {
+  const GATED = { policy: { default: "allow", rules: [{ action: "append", decision: "require_approval" }] } };
+  const CODE = '```repl\nr = append(line="gated line")\nprint("after the call", r)\n```';
+
+  async function waitingThread(k: Kit): Promise<{ other: ThreadService; id: string }> {
+    const store = SqliteStore.open(join(k.dir, "ratchet.db"));
+    others.push(store);
+    const other = new ThreadService({ store });
+    let id: string | undefined;
+    for (let i = 0; i < 400 && !id; i++) {
+      const t = other.threads.list()[0];
+      if (t?.state === "waiting") id = t.thread_id;
+      else await new Promise((res) => setTimeout(res, 25));
+    }
+    expect(id).toBeDefined();
+    return { other, id: id! };
+  }
+
+  it("the code step pauses with pending_gate, the thread waits with the call's arguments; approved, the call runs once and its result reaches the model", async () => {
+    kit = await withReference(
+      "default.py",
+      {
+        turns: [
+          { text: CODE },
+          { match: { contains: '[append] {"appended":"gated line","lines":1}' }, text: "Appended it." },
+        ],
+      },
+      GATED,
+    );
+    const running = kit.svc.start("append a line from code");
+    const { other, id } = await waitingThread(kit);
+    const shown = other.show(id);
+    expect(shown.pending).toHaveLength(1);
+    expect(shown.pending[0]).toMatchObject({ action: "append", args: { line: "gated line" } });
+    expect(existsSync(kit.appendFile)).toBe(false);
+    // default.py's own gate path ran: it asked for Waiting and ended its run with gate_paused.
+    const requested = kit.store
+      .listEvents({ entityKind: "thread", entityId: id })
+      .filter((e) => e.type === "thread.transition_requested")
+      .map((e) => JSON.parse(e.payload) as { to: string; reason: string });
+    expect(requested).toContainEqual({ to: "waiting", reason: "gate paused: approval" });
+    other.approve(id);
+    const r = await running;
+    expect(r.outcome).toBe("completed");
+    expect(r.thread.final_result).toBe("Appended it.");
+    expect(readFileSync(kit.appendFile, "utf8")).toBe("gated line\n");
+    const actions = kit.svc.threads.actions(id);
+    expect(actions.map((a) => [a.action, a.status, a.decision])).toEqual([
+      ["append", "succeeded", "require_approval"],
+    ]);
+    // A second approve finds nothing left to decide; the call is not run again.
+    expect(() => other.approve(id)).toThrow(/no pending approval|already ended/);
+    expect(readFileSync(kit.appendFile, "utf8")).toBe("gated line\n");
+  });
+
+  it("denied: the tool never runs, the denial reaches the model as an error result, the thread goes on", async () => {
+    kit = await withReference(
+      "default.py",
+      {
+        turns: [
+          { text: CODE },
+          {
+            match: { contains: "[append ERROR] action append was denied by reviewer: no" },
+            text: "It was denied.",
+          },
+        ],
+      },
+      GATED,
+    );
+    const running = kit.svc.start("append a line from code");
+    const { other, id } = await waitingThread(kit);
+    other.deny(id, { by: "reviewer", reason: "no" });
+    const r = await running;
+    expect(r.outcome).toBe("completed");
+    expect(r.thread.final_result).toBe("It was denied.");
+    expect(existsSync(kit.appendFile)).toBe(false);
+    expect(kit.svc.threads.actions(id).map((a) => [a.status, a.decision])).toEqual([["denied", "denied"]]);
+  });
+
+  it("a script that ignores the gate and ends its run closes it: the call never runs, approving it later is refused", async () => {
+    kit = await makeKit({ turns: [{ text: "unused" }] }, { threads: GATED });
+    kit.svc.versions.save(
+      [
+        'r = __execute_code_step__(\'append(line="sneaky")\\nprint("after")\', state)',
+        'g = r.get("pending_gate")',
+        'FINAL({"outcome": "completed", "response": "gate " + g["request_id"] + " stdout " + repr(r["stdout"])})',
+      ].join("\n"),
+      montyVm,
+    );
+    const r = await kit.svc.start("try to get around the approval");
+    expect(r.outcome).toBe("completed");
+    // The code after the gated call did not run.
+    expect(r.thread.final_result).toMatch(/^gate ap-[0-9a-f]+ stdout ''$/);
+    const id = r.thread.thread_id;
+    const [ap] = kit.svc.threads.approvals(id);
+    expect(ap).toMatchObject({ status: "expired", action: "append" });
+    expect(kit.svc.threads.actions(id).map((a) => [a.status, a.decision])).toEqual([
+      ["refused", "abandoned"],
+    ]);
+    expect(() => kit!.svc.approve(id, { approvalId: ap!.approval_id })).toThrow(/already expired/);
+    expect(existsSync(kit.appendFile)).toBe(false);
+  });
+
+  it("expired before anyone decided: it cannot be approved, the call is refused, the tool never runs", async () => {
+    kit = await withReference(
+      "default.py",
+      {
+        turns: [{ text: CODE }, { match: { contains: "[append ERROR] the approval" }, text: "It expired." }],
+      },
+      { ...GATED, approval_ttl_seconds: 1 },
+    );
+    const running = kit.svc.start("append a line from code");
+    const { other, id } = await waitingThread(kit);
+    const r = await running;
+    expect(r.outcome).toBe("completed");
+    expect(r.thread.final_result).toBe("It expired.");
+    expect(() => other.approve(id)).toThrow(/already expired|already ended|expired/);
+    expect(existsSync(kit.appendFile)).toBe(false);
+  });
+});
