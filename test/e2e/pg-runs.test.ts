@@ -2,7 +2,7 @@
  * Workflow runs on PostgreSQL through the BUILT CLI: two "machines" (separate folders, each with its
  * own copy of the workflow and its learned scripts, no shared folder) and one real server from
  * test/harness/pg.ts. A learned run passes with zero tokens on one machine, the other lists and
- * shows it; a run whose process is killed (-9) mid-step is marked interrupted once, its open ledger
+ * shows it; runs started at once on both are each recorded once; a run whose process is killed (-9) mid-step is marked interrupted once, its open ledger
  * steps failed, never left running.
  */
 import { cpSync, existsSync, readdirSync, rmSync } from "node:fs";
@@ -117,6 +117,33 @@ describe.runIf(pgAvailable())("ratchet run on PostgreSQL", () => {
     // Unknown run: not found (3), on either machine; a finished run cannot be cancelled (4).
     expect((await b.run(["runs", "show", "run-nope"])).status).toBe(3);
     expect((await b.run(["runs", "cancel", run.run_id])).status).toBe(4);
+  });
+
+  test("runs started at once on two machines: each recorded once, all passed, event ids dense", async () => {
+    const url = cluster.createDatabase();
+    const a = machine(url);
+    const b = machine(url);
+    const done = await Promise.all(
+      [a, b, a, b].map((m) => m.start(["run", m.wf("pipeline"), "--group", "small", "--json"]).done),
+    );
+    for (const r of done) expect(r.status, r.stderr).toBe(0);
+    const ids = done.map((r) => json<RunJson>(r).run_id);
+    expect(new Set(ids).size).toBe(4);
+    const runs = rows<{ run_id: string; status: string }>(url, "SELECT run_id, status FROM workflow_runs");
+    expect(runs.map((r) => r.run_id).sort()).toEqual([...ids].sort());
+    expect(runs.every((r) => r.status === "passed")).toBe(true);
+    const steps = rows<{ n: number }>(
+      url,
+      "SELECT COUNT(*)::int AS n FROM workflow_step_runs WHERE outcome = 'passed' AND fast_path = 1 AND tokens = 0",
+    );
+    expect(steps[0]?.n).toBe(8);
+    const ev = rows<{ id: number }>(url, "SELECT id FROM events ORDER BY id").map((e) => e.id);
+    expect(ev).toEqual(ev.map((_, i) => i + 1));
+    const started = rows<{ n: number }>(
+      url,
+      "SELECT COUNT(*)::int AS n FROM events WHERE type = 'run.started'",
+    );
+    expect(started[0]?.n).toBe(4);
   });
 
   test("kill -9 of the process mid-step: the run is marked interrupted exactly once, its ledger steps failed", async () => {
