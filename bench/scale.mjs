@@ -9,11 +9,16 @@
 //      Atomics.wait) against the same statement on an async `pg` Client in the same process.
 //  (c) opening a store in a fresh process: `ratchet plan list` on SQLite vs PostgreSQL (worker
 //      start, `pg` load, connect).
+//  (d) learned workflow runs/s executed locally: `ratchet run` of the two-step learned fixture
+//      (test/fixtures/workflows/pipeline, zero model requests), one process after the other, on
+//      SQLite vs PostgreSQL. Queued runs through workers (1, 2, 4) are not measured: there is no
+//      `ratchet worker` yet (docs/scale-out.md).
+// BENCH_ONLY=d runs part (d) alone.
 // The PostgreSQL server is a throwaway cluster (Debian's postgresql; initdb in a temp folder, as
 // the `postgres` user when root), like test/harness/pg.ts.
 // Run as `node bench/scale.mjs --writer <url|path> <steps> <id>` it is one writer process.
 import { spawn, spawnSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chownSync, cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
@@ -157,8 +162,42 @@ async function startCluster() {
   };
 }
 
+/** (d): `runs` learned runs of the pipeline fixture, one `ratchet run` process after the other; runs/s. */
+function learnedRuns(target, runs) {
+  const dir = tempDir("scale-runs");
+  const wf = join(dir, "workflows", "pipeline");
+  cpSync(join(ROOT, "test", "fixtures", "workflows", "pipeline"), wf, { recursive: true });
+  const env = { ...process.env, RATCHET_DB: target, SECRET_API_TOKEN: "bench-token" };
+  const args = [BIN, "run", join(wf, "workflow.yaml"), "--group", "small", "--quiet"];
+  timeProcess(args, { cwd: dir, env }); // warm-up (and PostgreSQL's migrations)
+  const t = performance.now();
+  for (let i = 0; i < runs; i++) timeProcess(args, { cwd: dir, env });
+  return (runs * 1000) / (performance.now() - t);
+}
+
+function partD(figures, cluster, quick) {
+  const RUNS = quick ? 5 : 15;
+  const sqDir = tempDir("scale-runs-sqlite");
+  const sq = learnedRuns(join(initWorkspace(sqDir).workspace.dbPath), RUNS);
+  const pg = learnedRuns(cluster.createDb("b_runs"), RUNS);
+  figures[`(d) learned runs/s, local \`ratchet run\`, sqlite (${RUNS} runs)`] = sq;
+  figures[`(d) learned runs/s, local \`ratchet run\`, postgres (${RUNS} runs)`] = pg;
+  figures["(d) ratio postgres / sqlite"] = pg / sq;
+}
+
 async function main() {
   const quick = process.env.BENCH_QUICK === "1";
+  if (process.env.BENCH_ONLY === "d") {
+    const cluster = await startCluster();
+    try {
+      const figures = {};
+      partD(figures, cluster, quick);
+      report("scale-runs", figures);
+    } finally {
+      cluster.stop();
+    }
+    return;
+  }
   const ONE = quick ? 100 : 400; // lifecycles of the single writer
   const EACH = quick ? 25 : 100; // lifecycles of each of the 8 writers
   const cluster = await startCluster();
@@ -221,6 +260,7 @@ async function main() {
     figures["(c) `ratchet plan list` median ms, sqlite"] = median(sqMs);
     figures["(c) `ratchet plan list` median ms, postgres"] = median(pgMs);
     figures["(c) ratio postgres / sqlite"] = median(pgMs) / median(sqMs);
+    partD(figures, cluster, quick);
     report("scale", figures);
     console.log(
       `\n  load average at the end: ${fmt(Number(spawnSync("cat", ["/proc/loadavg"], { encoding: "utf8" }).stdout.split(" ")[0]))}`,

@@ -18,7 +18,7 @@ import {
   writesScript,
 } from "../../test/helpers/builder.js";
 import { ErrorCode, RatchetError } from "../core/index.js";
-import { RunStore, RunTrigger, runWorkflow } from "../workflow/index.js";
+import { RunTrigger, runStoreOf, runWorkflow } from "../workflow/index.js";
 import { buildStep } from "./build.js";
 import { createModelStepRunner } from "./model-steps.js";
 
@@ -80,7 +80,7 @@ describe("ratchet build (scripted model)", () => {
     expect(run.status).toBe("passed");
     expect(run.steps[0]).toMatchObject({ fast_path: true, tokens: 0 });
     expect(model.requests().length).toBe(before);
-    expect(new RunStore(f.ctx.store).stepRuns(run.run_id)[0]?.tokens).toBe(0);
+    expect(runStoreOf(f.ctx.store).stepRuns(run.run_id)[0]?.tokens).toBe(0);
 
     // Building again: the saved script passes, so the fast path only (no request, nothing saved).
     const again = await buildStep(f.ctx, f.wf(), "report", { env: f.env, model: clientOf(model) });

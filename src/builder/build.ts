@@ -37,8 +37,8 @@ import {
   RunBridge,
   type RunContext,
   type RunSetup,
-  RunStore,
   runLearnedStep,
+  runStoreOf,
   type SavedScript,
   savedScript,
   stepCodeDir,
@@ -185,7 +185,7 @@ function placeBuild(
 ): { place: BuildPlace; dependencyDirs: string[] } {
   const clock = opts.clock ?? systemClock;
   const runId = newRunId(clock.now());
-  const deps = dependencyDirs(wf, runId, step, [], new Map(), new RunStore(ctx.store));
+  const deps = dependencyDirs(wf, runId, step, [], new Map(), runStoreOf(ctx.store));
   if ("blocked" in deps)
     throw new RatchetError(
       ErrorCode.NotFound,

@@ -15,7 +15,7 @@ import {
   toolNames,
   writesScript,
 } from "../../test/helpers/builder.js";
-import { RunStore, runWorkflow } from "../workflow/index.js";
+import { runStoreOf, runWorkflow } from "../workflow/index.js";
 import { createModelStepRunner } from "./model-steps.js";
 
 const step = (mode: string, extra: string[] = []) => [
@@ -47,7 +47,7 @@ describe("model-driven steps in runs", () => {
       readFileSync(join(f.home, "execution", run.run_id, "report", "report.json"), "utf8"),
     );
     expect(out).toEqual({ region: "eu" });
-    expect(new RunStore(f.ctx.store).stepRuns(run.run_id)[0]?.tokens).toBe(150);
+    expect(runStoreOf(f.ctx.store).stepRuns(run.run_id)[0]?.tokens).toBe(150);
     // A second run asks the model again: code_exec never persists.
     await runWorkflow(f.ctx, f.wf(), {
       env: f.env,

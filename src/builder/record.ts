@@ -10,7 +10,7 @@
 import { headTail, LOG_HEAD_BYTES, LOG_TAIL_BYTES } from "../core/index.js";
 import { MAX_DEPTH } from "../core/limits.js";
 import type { Ledger } from "../ledger/index.js";
-import type { SqliteStore } from "../store/index.js";
+import type { Store } from "../store/index.js";
 
 /** Lease of an attempt step: as long as one agent may take, plus a margin. */
 const ATTEMPT_LEASE_SECONDS = 3600;
@@ -28,10 +28,10 @@ export interface AttemptClose {
 export class AttemptRecorder {
   readonly planId: string;
   #current: string;
-  readonly #store: SqliteStore;
+  readonly #store: Store;
   readonly #ledger: Ledger;
 
-  private constructor(store: SqliteStore, ledger: Ledger, planId: string, first: string) {
+  private constructor(store: Store, ledger: Ledger, planId: string, first: string) {
     this.#store = store;
     this.#ledger = ledger;
     this.planId = planId;
@@ -40,7 +40,7 @@ export class AttemptRecorder {
 
   /** Publishes the plan with the first attempt and starts it. */
   static open(
-    deps: { store: SqliteStore; ledger: Ledger },
+    deps: { store: Store; ledger: Ledger },
     goal: string,
     firstTitle: string,
     cwd: string,

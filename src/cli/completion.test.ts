@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { assertBuilt, makeWorkspace, ok, ratchet, type TestWorkspace } from "../../test/helpers/cli.js";
 import { SqliteStore } from "../store/index.js";
-import { RunStore } from "../workflow/index.js";
+import { runStoreOf } from "../workflow/index.js";
 
 beforeAll(() => assertBuilt());
 let ws: TestWorkspace | undefined;
@@ -71,7 +71,7 @@ describe("runs list --status and metric list", () => {
   it("filters runs by status and refuses an unknown status naming the flag", async () => {
     ws = await makeWorkspace();
     const store = SqliteStore.open(ws.dbPath);
-    const runs = new RunStore(store);
+    const runs = runStoreOf(store);
     for (const id of ["run-one", "run-two"])
       runs.startRun(
         {

@@ -24,7 +24,7 @@ export interface LedgerContext {
   ledger: Ledger;
 }
 
-/** The context of a command that still needs the SQLite store (runs, threads, the server). */
+/** The context of a command that still needs the SQLite store (threads, the server, provenance). */
 export interface CommandContext extends LedgerContext {
   store: SqliteStore;
 }

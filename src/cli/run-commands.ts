@@ -18,17 +18,17 @@ import {
   parseOnly,
   type RunReport,
   RunStatus,
-  RunStore,
   RunTrigger,
   recoverInterruptedRuns,
   resolveMode,
+  runStoreOf,
   runWorkflow,
   type StepReport,
   type Workflow,
   type WorkflowStepRunRow,
   writeStepMode,
 } from "../workflow/index.js";
-import { type CommandContext, type GlobalOptions, withContext } from "./context.js";
+import { type GlobalOptions, type LedgerContext, withLedgerContext } from "./context.js";
 import { err, out } from "./io.js";
 import { progressMode, progressPrinter } from "./run-progress.js";
 
@@ -124,7 +124,7 @@ function stepLine(s: {
 
 /** Runs a workflow (or one step of it, for run-saved) with the CLI's signal handling. */
 async function execute(
-  ctx: CommandContext,
+  ctx: LedgerContext,
   wf: Workflow,
   opts: Parameters<typeof runWorkflow>[2] & { json?: boolean; quiet?: boolean },
 ): Promise<RunReport> {
@@ -218,7 +218,7 @@ export async function cmdRun(
   const only = parseOnly(opts.only);
   const timeout = parseTimeout(opts.stepTimeout);
   const trigger = parseTrigger(opts.trigger);
-  return withContext(opts, async (ctx) => {
+  return withLedgerContext(opts, async (ctx) => {
     const modelSteps = await modelStepsIfNeeded(wf, only, ctx.workspace.dir, opts.model);
     const report = await execute(ctx, wf, {
       vars,
@@ -250,7 +250,7 @@ export async function cmdRunSaved(
     );
   const vars = parseVars(opts.var);
   const timeout = parseTimeout(opts.stepTimeout);
-  return withContext(opts, async (ctx) => {
+  return withLedgerContext(opts, async (ctx) => {
     const report = await execute(ctx, wf, {
       vars,
       ...(opts.group !== undefined ? { group: opts.group } : {}),
@@ -283,9 +283,9 @@ export async function cmdRunsList(
       `--status must be one of ${statuses.join(", ")} (got ${JSON.stringify(opts.status)})`,
       { field: "status" },
     );
-  return withContext(opts, (ctx) => {
+  return withLedgerContext(opts, (ctx) => {
     const recovered = recoverInterruptedRuns(ctx);
-    const runs = new RunStore(ctx.store);
+    const runs = runStoreOf(ctx.store);
     const rows = runs.listRuns({
       ...(opts.workflow ? { workflowId: opts.workflow } : {}),
       ...(opts.status ? { status: opts.status } : {}),
@@ -313,7 +313,7 @@ export async function cmdRunsCancel(
   runId: string,
   opts: GlobalOptions & { json?: boolean },
 ): Promise<number> {
-  return withContext(opts, async (ctx) => {
+  return withLedgerContext(opts, async (ctx) => {
     const r = await cancelRun(ctx, runId, { by: "cli" });
     if (opts.json) out(JSON.stringify({ ok: true, op: "run-cancel", ...r }));
     else
@@ -327,10 +327,10 @@ export async function cmdRunsCancel(
 }
 
 export async function cmdRunsShow(runId: string, opts: GlobalOptions & { json?: boolean }): Promise<number> {
-  return withContext(opts, (ctx) => {
+  return withLedgerContext(opts, (ctx) => {
     const recovered = recoverInterruptedRuns(ctx);
     for (const r of recovered) err(`ratchet: run ${r.run_id} marked interrupted: ${r.reason}`);
-    const runs = new RunStore(ctx.store);
+    const runs = runStoreOf(ctx.store);
     const run = runs.getRun(runId);
     if (!run) throw new RatchetError(ErrorCode.NotFound, `run ${runId} not found`, { runId });
     const steps: WorkflowStepRunRow[] = runs.stepRuns(runId);
@@ -364,8 +364,8 @@ export async function cmdEvidence(
 ): Promise<number> {
   const wf = openWorkflow(workflowArg);
   requireStep(wf, opts.step);
-  return withContext(opts, (ctx) => {
-    const ev = new RunStore(ctx.store).evidence(wf.id, opts.step);
+  return withLedgerContext(opts, (ctx) => {
+    const ev = runStoreOf(ctx.store).evidence(wf.id, opts.step);
     const groups = Object.keys(wf.groups);
     const view = {
       ...ev,
@@ -408,8 +408,8 @@ export async function cmdConfig(
   const wf = openWorkflow(workflowArg);
   const step = requireStep(wf, opts.step);
   const before = resolveMode(step, wf.defaults).mode;
-  return withContext(opts, (ctx) => {
-    const ev = new RunStore(ctx.store).evidence(wf.id, opts.step);
+  return withLedgerContext(opts, (ctx) => {
+    const ev = runStoreOf(ctx.store).evidence(wf.id, opts.step);
     const promoting = mode === ExecutionMode.LearnCode && before !== ExecutionMode.LearnCode;
     const short = ev.successes < PROMOTION_MIN_SUCCESSES;
     if (promoting && short && !opts.force) {

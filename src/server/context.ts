@@ -7,7 +7,7 @@ import { ErrorCode, RatchetError } from "../core/index.js";
 import { Ledger } from "../ledger/index.js";
 import { BlobStore, SqliteStore, type Workspace } from "../store/index.js";
 import type { ThreadService } from "../threads/index.js";
-import { RunStore } from "../workflow/index.js";
+import { type RunStore, runStoreOf } from "../workflow/index.js";
 import { EventHub } from "./event-hub.js";
 
 /** Options of {@link openServerContext}. Only `workspace` is required. */
@@ -52,7 +52,7 @@ export function openServerContext(opts: ServerContextOptions): ServerContext {
     store,
     blobs,
     ledger,
-    runs: new RunStore(store),
+    runs: runStoreOf(store),
     hub,
     runnerDirs: opts.runnerDirs ?? [],
     workflows: opts.workflows ?? [],

@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { BIN, waitFor } from "../../test/helpers/cli.js";
 import { listenFixture, TOKEN } from "../../test/helpers/server.js";
 import { type Kit, makeKit } from "../testing/threads-kit.js";
-import { RunStore } from "../workflow/index.js";
+import { runStoreOf } from "../workflow/index.js";
 import { type RunningServer, startServer } from "./index.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: replies are read loosely in tests
@@ -101,7 +101,7 @@ describe("MCP tool schemas", () => {
 describe("list_runs and list_plans", () => {
   it("pages runs newest first by cursor and filters by status", async () => {
     fx = await listenFixture();
-    const runs = new RunStore(fx.server.ctx.store);
+    const runs = runStoreOf(fx.server.ctx.store);
     for (const [i, id] of ["run-a", "run-b", "run-c"].entries())
       runs.startRun(
         {

@@ -1,10 +1,11 @@
 /**
- * Keyset-paginated reads the list endpoints need and the store contract does not have yet. Each
+ * Keyset-paginated reads the list endpoints need. The run reads go through the store's runs area
+ * (`RunStore`); metrics still read the SQLite handle (the ledger contract has no metric page yet). Each
  * query walks an index from the cursor and stops after `limit + 1` rows: a page costs the same on a
  * store of a thousand rows and of a million (bench/server.mjs measures it).
  */
 import type { Statement } from "better-sqlite3";
-import type { MetricRow, SqliteStore } from "../store/index.js";
+import { type MetricRow, runStoreOf, type SqliteStore } from "../store/index.js";
 import type { WorkflowRunRow } from "../workflow/index.js";
 
 export class ServerQueries {
@@ -20,26 +21,14 @@ export class ServerQueries {
     return s;
   }
 
-  /** Runs, newest first, after the cursor `(started_at, run_id)`. */
+  /** Runs, newest first, after the cursor `(started_at, run_id)` (the runs area of the store). */
   runs(q: {
     workflowId?: string;
     status?: string;
     before?: { started_at: string; run_id: string };
     limit: number;
   }): WorkflowRunRow[] {
-    const where: string[] = [];
-    if (q.workflowId !== undefined) where.push("workflow_id = @workflowId");
-    if (q.status !== undefined) where.push("status = @status");
-    if (q.before) where.push("(started_at < @bs OR (started_at = @bs AND run_id < @br))");
-    return this.#sql(
-      `SELECT * FROM workflow_runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY started_at DESC, run_id DESC LIMIT @limit`,
-    ).all({
-      workflowId: q.workflowId,
-      status: q.status,
-      bs: q.before?.started_at,
-      br: q.before?.run_id,
-      limit: q.limit,
-    }) as WorkflowRunRow[];
+    return runStoreOf(this.store).listRuns(q);
   }
 
   /** Metrics, newest first, optionally of one name, plan or project, after the cursor id. */
@@ -66,30 +55,13 @@ export class ServerQueries {
     }) as MetricRow[];
   }
 
-  /**
-   * The workflows seen in the run tables: id, newest path and newest run time. Jumps from one
-   * workflow id to the next along `workflow_runs_workflow` (a skip scan), so the cost grows with
-   * the number of workflows, not of runs.
-   */
+  /** The workflows seen in the run tables: id, newest path and newest run time (the runs area). */
   workflows(limit: number): { workflow_id: string; workflow_path: string; last_run_at: string }[] {
-    return this.#sql(
-      `WITH RECURSIVE ids(id) AS (
-         SELECT MIN(workflow_id) FROM workflow_runs
-         UNION ALL
-         SELECT (SELECT MIN(workflow_id) FROM workflow_runs WHERE workflow_id > ids.id) FROM ids WHERE ids.id IS NOT NULL
-       )
-       SELECT r.workflow_id, r.workflow_path, r.started_at AS last_run_at
-         FROM ids JOIN workflow_runs r ON r.rowid = (
-           SELECT rowid FROM workflow_runs WHERE workflow_id = ids.id ORDER BY started_at DESC LIMIT 1)
-         WHERE ids.id IS NOT NULL LIMIT ?`,
-    ).all(limit) as { workflow_id: string; workflow_path: string; last_run_at: string }[];
+    return runStoreOf(this.store).workflows(limit);
   }
 
   /** The newest recorded path of a workflow id. */
   workflowPath(workflowId: string): string | undefined {
-    const r = this.#sql(
-      "SELECT workflow_path FROM workflow_runs WHERE workflow_id = ? ORDER BY started_at DESC LIMIT 1",
-    ).get(workflowId) as { workflow_path: string } | undefined;
-    return r?.workflow_path;
+    return runStoreOf(this.store).workflowPath(workflowId);
   }
 }

@@ -3,7 +3,7 @@
  * PostgreSQL (a real server from test/harness/pg.ts, a fresh database per test). Every method:
  * inserts, reads, patches, queries, ordering, limits, keyset paging, transactions (rollback on
  * throw, nested calls joining the outer one, writes refused outside one), dense event ids in commit
- * order.
+ * order. Then the runs area (`RunStore`) the same way on both.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,6 +12,8 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type PgCluster, pgAvailable, startPgCluster } from "../../test/harness/pg.js";
 import { WORKSPACE_WRITE_LOCK } from "./postgres/open.js";
 import { PgStore } from "./postgres/pg-store.js";
+import { RunStatus, type RunStore } from "./runs.js";
+import { runStoreOf } from "./select.js";
 import { SqliteStore } from "./sqlite/sqlite-store.js";
 import type { PlanRow, StepRow, Store } from "./types.js";
 
@@ -26,6 +28,8 @@ const LEDGER_TABLES = [
   "skills",
   "metrics",
   "events",
+  "workflow_step_runs",
+  "workflow_runs",
 ];
 const dirs: string[] = [];
 
@@ -511,6 +515,323 @@ describe.each(IMPLS)("Store contract: $name", (impl) => {
   });
 });
 
+/** A run store with a clock that ticks 1 s per call from T0 (so every stamp is distinct and ordered). */
+function runsOf(s: Store): RunStore {
+  let t = Date.parse(T0);
+  return runStoreOf(s, () => {
+    t += 1000;
+    return new Date(t).toISOString();
+  });
+}
+
+const STEPS = [
+  // Insertion order differs from every alphabetical order: stepRuns must keep it.
+  { step_id: "zeta", ledger_step_id: "P-A", mode: "learn_code" },
+  { step_id: "alpha", ledger_step_id: "P-B", mode: "learn_code" },
+  { step_id: "Mid", ledger_step_id: null, mode: "direct" },
+];
+
+function newRun(
+  runs: RunStore,
+  runId: string,
+  over: {
+    workflow_id?: string;
+    group_name?: string | null;
+    plan_id?: string | null;
+    started_at?: string;
+  } = {},
+) {
+  return runs.startRun(
+    {
+      run_id: runId,
+      workflow_id: over.workflow_id ?? "wf",
+      workflow_path: `/repo/${over.workflow_id ?? "wf"}/workflow.yaml`,
+      plan_id: over.plan_id === undefined ? `plan-${runId}` : over.plan_id,
+      trigger: "manual",
+      group_name: over.group_name ?? null,
+      owner: "123@host",
+      ...(over.started_at ? { started_at: over.started_at } : {}),
+    },
+    STEPS,
+  );
+}
+
+describe.each(IMPLS)("RunStore contract: $name", (impl) => {
+  const it = impl.name === "postgres" ? test.runIf(pgAvailable()) : test;
+
+  it(
+    "startRun: the run row and one pending row per step, in insertion order, with run.started in the same transaction",
+    withStore(impl, (s) => {
+      const runs = runsOf(s);
+      const before = s.lastEventId();
+      const row = newRun(runs, "r1", { group_name: "g1" });
+      expect(runs.getRun("r1")).toEqual(row);
+      expect(row).toEqual({
+        run_id: "r1",
+        workflow_id: "wf",
+        workflow_path: "/repo/wf/workflow.yaml",
+        plan_id: "plan-r1",
+        trigger: "manual",
+        group_name: "g1",
+        status: "running",
+        owner: "123@host",
+        started_at: "2026-12-01T10:00:01.000Z",
+        finished_at: null,
+        error: null,
+      });
+      const steps = runs.stepRuns("r1");
+      expect(steps.map((x) => x.step_id)).toEqual(["zeta", "alpha", "Mid"]);
+      expect(steps[0]).toEqual({
+        run_id: "r1",
+        step_id: "zeta",
+        ledger_step_id: "P-A",
+        mode: "learn_code",
+        fast_path: 0,
+        outcome: null,
+        exit_code: null,
+        duration_ms: null,
+        tokens: 0,
+        error: null,
+        started_at: null,
+        finished_at: null,
+      });
+      const ev = s.listEvents({ since: before });
+      expect(ev.map((e) => [e.entity_kind, e.entity_id, e.plan_id, e.type])).toEqual([
+        ["run", "r1", "plan-r1", "run.started"],
+      ]);
+      expect(JSON.parse(ev[0]?.payload ?? "{}")).toEqual({
+        workflow_id: "wf",
+        trigger: "manual",
+        group_name: "g1",
+        owner: "123@host",
+        steps: ["zeta", "alpha", "Mid"],
+      });
+      // A duplicate run id is refused and writes nothing (no second row, no event).
+      expect(() => newRun(runs, "r1")).toThrow();
+      expect(runs.stepRuns("r1")).toHaveLength(3);
+      expect(s.lastEventId()).toBe(ev[0]?.id);
+      // A throw in the caller's transaction rolls the run back with it.
+      expect(() =>
+        s.tx(() => {
+          newRun(runs, "r2");
+          throw new Error("boom");
+        }),
+      ).toThrow("boom");
+      expect(runs.getRun("r2")).toBeUndefined();
+      expect(runs.stepRuns("r2")).toEqual([]);
+      expect(s.lastEventId()).toBe(ev[0]?.id);
+    }),
+  );
+
+  it(
+    "startStep / finishStep / finishRun: columns, rounding, events; an unknown run is refused and writes nothing",
+    withStore(impl, (s) => {
+      const runs = runsOf(s);
+      newRun(runs, "r1");
+      runs.startStep("r1", "zeta", { fast_path: true });
+      runs.finishStep("r1", "zeta", {
+        outcome: "passed",
+        fast_path: true,
+        exit_code: 0,
+        duration_ms: 12.6,
+        tokens: 0,
+        error: null,
+      });
+      runs.startStep("r1", "alpha", { mode: "code_exec" });
+      runs.finishStep("r1", "alpha", {
+        outcome: "script_failed",
+        fast_path: false,
+        exit_code: 3,
+        duration_ms: null,
+        tokens: 40,
+        error: "exit 3",
+      });
+      // finishStep of a step that never started stamps started_at too.
+      runs.finishStep("r1", "Mid", {
+        outcome: "skipped",
+        fast_path: false,
+        exit_code: null,
+        duration_ms: null,
+        error: "dep",
+      });
+      runs.finishRun("r1", "failed", "step alpha failed");
+      const [z, a, m] = runs.stepRuns("r1");
+      expect(z).toMatchObject({ outcome: "passed", fast_path: 1, exit_code: 0, duration_ms: 13, tokens: 0 });
+      expect(z?.started_at).not.toBeNull();
+      expect(a).toMatchObject({
+        mode: "code_exec",
+        outcome: "script_failed",
+        fast_path: 0,
+        exit_code: 3,
+        tokens: 40,
+        error: "exit 3",
+      });
+      expect(m?.started_at).toBe(m?.finished_at);
+      expect(runs.getRun("r1")).toMatchObject({ status: "failed", error: "step alpha failed" });
+      expect(runs.getRun("r1")?.finished_at).not.toBeNull();
+      const types = s.listEvents({ entityKind: "run", entityId: "r1" }).map((e) => e.type);
+      expect(types).toEqual([
+        "run.started",
+        "run.step_finished",
+        "run.step_finished",
+        "run.step_finished",
+        "run.finished",
+      ]);
+      const last = s.lastEventId();
+      expect(() =>
+        runs.finishStep("nope", "zeta", {
+          outcome: "passed",
+          fast_path: true,
+          exit_code: 0,
+          duration_ms: 1,
+          error: null,
+        }),
+      ).toThrow(/run nope is not recorded/);
+      expect(() => runs.finishRun("nope", "passed", null)).toThrow(/run nope is not recorded/);
+      expect(() => runs.requireRun("nope")).toThrow(/run nope is not recorded/);
+      expect(runs.getRun("nope")).toBeUndefined();
+      expect(s.lastEventId()).toBe(last);
+      // finishRun's other statuses and their event types.
+      newRun(runs, "r2");
+      runs.finishRun("r2", "interrupted", "SIGTERM");
+      newRun(runs, "r3");
+      runs.finishRun("r3", "cancelled", "by cli");
+      expect(s.listEvents({ entityId: "r2" }).at(-1)?.type).toBe("run.interrupted");
+      expect(s.listEvents({ entityId: "r3" }).at(-1)?.type).toBe("run.cancelled");
+    }),
+  );
+
+  it(
+    "markInterrupted / markCancelled: started steps interrupted, unstarted skipped, once only",
+    withStore(impl, (s) => {
+      const runs = runsOf(s);
+      newRun(runs, "r1");
+      runs.startStep("r1", "zeta");
+      runs.finishStep("r1", "zeta", {
+        outcome: "passed",
+        fast_path: true,
+        exit_code: 0,
+        duration_ms: 5,
+        error: null,
+      });
+      runs.startStep("r1", "alpha");
+      expect(runs.markInterrupted("r1", "owner 123@host is gone")).toEqual(["alpha"]);
+      expect(runs.stepRuns("r1").map((x) => [x.step_id, x.outcome, x.error])).toEqual([
+        ["zeta", "passed", null],
+        ["alpha", "interrupted", "owner 123@host is gone"],
+        ["Mid", "skipped", "not started: owner 123@host is gone"],
+      ]);
+      expect(runs.getRun("r1")).toMatchObject({
+        status: RunStatus.Interrupted,
+        error: "owner 123@host is gone",
+      });
+      // A second marker (another process finding the same dead run) changes nothing and adds no event.
+      const last = s.lastEventId();
+      expect(runs.markInterrupted("r1", "again")).toEqual([]);
+      expect(runs.markCancelled("r1", "again")).toEqual([]);
+      expect(s.lastEventId()).toBe(last);
+      expect(runs.getRun("r1")?.error).toBe("owner 123@host is gone");
+      const ev = s.listEvents({ entityId: "r1" }).at(-1);
+      expect(ev?.type).toBe("run.interrupted");
+      expect(JSON.parse(ev?.payload ?? "{}")).toEqual({
+        reason: "owner 123@host is gone",
+        running_steps: ["alpha"],
+      });
+      newRun(runs, "r2");
+      expect(runs.markCancelled("r2", "cancelled; owner gone")).toEqual([]);
+      expect(runs.getRun("r2")?.status).toBe("cancelled");
+      expect(runs.stepRuns("r2").every((x) => x.outcome === "skipped")).toBe(true);
+      expect(s.listEvents({ entityId: "r2" }).at(-1)?.type).toBe("run.cancelled");
+    }),
+  );
+
+  it(
+    "requestCancel / cancelRequested: only a running run, with or without a plan, never another run's request",
+    withStore(impl, (s) => {
+      const runs = runsOf(s);
+      const a = newRun(runs, "ra");
+      const b = newRun(runs, "rb", { plan_id: null });
+      const c = newRun(runs, "rc", { plan_id: "plan-ra" }); // shares ra's plan
+      expect(runs.cancelRequested(a)).toBe(false);
+      expect(runs.requestCancel("ra", "cli")).toBe(true);
+      expect(runs.cancelRequested(a)).toBe(true);
+      expect(runs.cancelRequested(c)).toBe(false);
+      expect(runs.cancelRequested(b)).toBe(false);
+      expect(runs.requestCancel("rb", "api")).toBe(true);
+      expect(runs.cancelRequested(b)).toBe(true);
+      runs.finishRun("rc", "passed", null);
+      expect(runs.requestCancel("rc", "cli")).toBe(false);
+      expect(() => runs.requestCancel("nope", "cli")).toThrow(/not recorded/);
+    }),
+  );
+
+  it(
+    "listRuns: newest first, filters, limit, keyset paging with ties; lastPassed, evidence, workflows, workflowPath",
+    withStore(impl, (s) => {
+      const runs = runsOf(s);
+      const tie = "2026-12-01T09:00:00.000Z";
+      for (const id of ["r-b", "R_a", "r-a"]) newRun(runs, id, { started_at: tie });
+      newRun(runs, "r-new", { workflow_id: "other", group_name: "g2" });
+      runs.finishRun("r-b", "passed", null);
+      expect(runs.listRuns().map((r) => r.run_id)).toEqual(["r-new", "r-b", "r-a", "R_a"]);
+      expect(runs.listRuns({ workflowId: "wf" }).map((r) => r.run_id)).toEqual(["r-b", "r-a", "R_a"]);
+      expect(runs.listRuns({ status: "passed" }).map((r) => r.run_id)).toEqual(["r-b"]);
+      expect(runs.listRuns({ limit: 2 }).map((r) => r.run_id)).toEqual(["r-new", "r-b"]);
+      expect(runs.listRuns({ before: { started_at: tie, run_id: "r-b" } }).map((r) => r.run_id)).toEqual([
+        "r-a",
+        "R_a",
+      ]);
+      // Evidence: skipped/interrupted excluded, groups of successes, last run.
+      runs.finishStep("r-a", "zeta", {
+        outcome: "passed",
+        fast_path: true,
+        exit_code: 0,
+        duration_ms: 1,
+        error: null,
+      });
+      runs.finishStep("r-b", "zeta", {
+        outcome: "validation_failed",
+        fast_path: true,
+        exit_code: 0,
+        duration_ms: 1,
+        error: "x",
+      });
+      runs.finishStep("R_a", "zeta", {
+        outcome: "skipped",
+        fast_path: false,
+        exit_code: null,
+        duration_ms: null,
+        error: null,
+      });
+      runs.finishStep("r-new", "zeta", {
+        outcome: "passed",
+        fast_path: true,
+        exit_code: 0,
+        duration_ms: 1,
+        error: null,
+      });
+      expect(runs.lastPassed("wf", "zeta")).toEqual({ run_id: "r-a" });
+      expect(runs.lastPassed("wf", "alpha")).toBeUndefined();
+      const ev = runs.evidence("wf", "zeta");
+      expect(ev).toMatchObject({ runs: 2, successes: 1, failures: 1, groups_covered: ["(none)"] });
+      expect(ev.by_outcome).toEqual({ passed: 1, validation_failed: 1, skipped: 1 });
+      expect(ev.last_run).toMatchObject({ run_id: "r-b", outcome: "validation_failed" });
+      expect(runs.evidence("other", "zeta").groups_covered).toEqual(["g2"]);
+      expect(runs.workflows(10)).toEqual([
+        {
+          workflow_id: "other",
+          workflow_path: "/repo/other/workflow.yaml",
+          last_run_at: runs.getRun("r-new")?.started_at,
+        },
+        { workflow_id: "wf", workflow_path: "/repo/wf/workflow.yaml", last_run_at: tie },
+      ]);
+      expect(runs.workflows(1)).toHaveLength(1);
+      expect(runs.workflowPath("wf")).toBe("/repo/wf/workflow.yaml");
+      expect(runs.workflowPath("nope")).toBeUndefined();
+    }),
+  );
+});
+
 describe.runIf(pgAvailable())("PgStore only", () => {
   test("migrations are recorded once; reopening applies nothing; integrityCheck names a missing table", () => {
     const url = cluster?.createDatabase() as string;
@@ -519,6 +840,7 @@ describe.runIf(pgAvailable())("PgStore only", () => {
     try {
       expect(a.pg.query("SELECT id, name FROM schema_migrations ORDER BY id").rows).toEqual([
         { id: 1, name: "ledger" },
+        { id: 2, name: "workflow_runs" },
       ]);
       expect(b.integrityCheck()).toBe("ok");
       a.pg.exec("DROP TABLE skills");

@@ -4,7 +4,21 @@ export { PgStore } from "./postgres/pg-store.js";
 export { PgError, type PgParam, type PgResult, SyncPg, type SyncPgOptions } from "./postgres/sync-client.js";
 export { isPostgresUrl, redactUrl } from "./postgres/url.js";
 export { noteCommand, sqliteOnly } from "./refusal.js";
-export { isPostgresStore, openStore } from "./select.js";
+export {
+  type NewRun,
+  NO_GROUP,
+  type RunQuery,
+  RunStatus,
+  type RunStepOutcome,
+  type RunStore,
+  type RunWorkflowRow,
+  type StepEvidence,
+  type StepFinish,
+  summariseEvidence,
+  type WorkflowRunRow,
+  type WorkflowStepRunRow,
+} from "./runs.js";
+export { isPostgresStore, openStore, runStoreOf } from "./select.js";
 export type { Migration } from "./sqlite/migrations.js";
 export { MIGRATIONS } from "./sqlite/migrations.js";
 export type { SqliteDb } from "./sqlite/open.js";

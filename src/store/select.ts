@@ -1,10 +1,13 @@
 /**
  * Which store a workspace uses: the SQLite file (default) or PostgreSQL (`Workspace.storeUrl`).
- * Only the ledger runs on both today; runs, threads, the server and provenance still run SQL on
- * the SQLite handle and refuse a PostgreSQL workspace with `sqliteOnly` (refusal.ts).
+ * The ledger and the runs area (`runStoreOf`) run on both today; threads, the server and provenance still run SQL
+ * on the SQLite handle and refuse a PostgreSQL workspace with `sqliteOnly` (refusal.ts).
  */
 import { PgStore } from "./postgres/pg-store.js";
+import { PgRunStore } from "./postgres/run-store.js";
 import { isPostgresUrl } from "./postgres/url.js";
+import type { RunStore } from "./runs.js";
+import { SqliteRunStore } from "./sqlite/run-store.js";
 import { SqliteStore } from "./sqlite/sqlite-store.js";
 import type { Store } from "./types.js";
 import type { Workspace } from "./workspace.js";
@@ -20,4 +23,27 @@ export const isPostgresStore = (pathOrUrl: string | undefined): boolean => isPos
 export function openStore(ws: Workspace, opts: { create?: boolean } = {}): Store {
   if (ws.storeUrl) return PgStore.open(ws.storeUrl);
   return SqliteStore.open(ws.dbPath, opts);
+}
+
+const runStores = new WeakMap<Store, RunStore>();
+
+/**
+ * The runs area of an open store (one per store, so its statements are prepared once; a fresh one
+ * when `now` — a test clock — is given).
+ * @throws Error for a store of neither kind.
+ */
+export function runStoreOf(store: Store, now?: () => string): RunStore {
+  if (now) return newRunStore(store, now);
+  let r = runStores.get(store);
+  if (!r) {
+    r = newRunStore(store);
+    runStores.set(store, r);
+  }
+  return r;
+}
+
+function newRunStore(store: Store, now?: () => string): RunStore {
+  if (store instanceof SqliteStore) return new SqliteRunStore(store, now);
+  if (store instanceof PgStore) return new PgRunStore(store, now);
+  throw new Error("runStoreOf: the store is neither SQLite nor PostgreSQL");
 }

@@ -9,10 +9,10 @@
 import { hostname } from "node:os";
 import { ErrorCode, RatchetError } from "../core/index.js";
 import type { Ledger } from "../ledger/index.js";
-import type { SqliteStore } from "../store/index.js";
+import type { Store } from "../store/index.js";
 import { failOpenSteps, parseOwner, processAlive } from "./interrupt.js";
 import { CANCEL_POLL_MS, CANCEL_WAIT_MS } from "./run-limits.js";
-import { RunStatus, RunStore, type WorkflowRunRow } from "./run-store.js";
+import { RunStatus, type RunStore, runStoreOf, type WorkflowRunRow } from "./run-store.js";
 
 export interface CancelResult {
   run_id: string;
@@ -27,11 +27,11 @@ export interface CancelResult {
  * @throws `not_found` (no such run), `illegal_transition` (the run is not running).
  */
 export async function cancelRun(
-  ctx: { store: SqliteStore; ledger: Ledger },
+  ctx: { store: Store; ledger: Ledger },
   runId: string,
   opts: { by?: string; waitMs?: number; isAlive?: (pid: number) => boolean } = {},
 ): Promise<CancelResult> {
-  const runs = new RunStore(ctx.store);
+  const runs = runStoreOf(ctx.store);
   const run = runs.getRun(runId);
   if (!run) throw new RatchetError(ErrorCode.NotFound, `run ${runId} not found`, { field: "run_id", runId });
   if (run.status !== RunStatus.Running)

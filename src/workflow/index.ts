@@ -86,7 +86,7 @@ export type { RunSetup, RunSetupInput, StepSpecifics } from "./run-setup.js";
 export { learnedStepInput, prepareRunSetup } from "./run-setup.js";
 export { dependencyDirs } from "./run-steps.js";
 export type { RunStepOutcome, StepEvidence, WorkflowRunRow, WorkflowStepRunRow } from "./run-store.js";
-export { RunStatus, RunStore, summariseEvidence } from "./run-store.js";
+export { RunStatus, type RunStore, runStoreOf, summariseEvidence } from "./run-store.js";
 export type { RunContext, RunProgress, RunReport, RunWorkflowOptions, StepReport } from "./runs.js";
 export { RunTrigger, runWorkflow } from "./runs.js";
 export {

@@ -7,8 +7,8 @@
  */
 import { hostname } from "node:os";
 import type { Ledger } from "../ledger/index.js";
-import type { SqliteStore } from "../store/index.js";
-import { RunStatus, RunStore } from "./run-store.js";
+import type { Store } from "../store/index.js";
+import { RunStatus, runStoreOf } from "./run-store.js";
 
 /** Whether process `pid` exists on this host (`kill(pid, 0)`; EPERM means it exists). */
 export function processAlive(pid: number): boolean {
@@ -42,12 +42,12 @@ export interface InterruptedRun {
  * host are left alone (their owner cannot be checked from here).
  */
 export function recoverInterruptedRuns(
-  ctx: { store: SqliteStore; ledger: Ledger },
+  ctx: { store: Store; ledger: Ledger },
   opts: { host?: string; isAlive?: (pid: number) => boolean } = {},
 ): InterruptedRun[] {
   const host = opts.host ?? hostname();
   const alive = opts.isAlive ?? processAlive;
-  const runs = new RunStore(ctx.store);
+  const runs = runStoreOf(ctx.store);
   const out: InterruptedRun[] = [];
   for (const run of runs.listRuns({ status: RunStatus.Running, limit: 10_000 })) {
     const owner = parseOwner(run.owner);
@@ -65,7 +65,7 @@ export function recoverInterruptedRuns(
 }
 
 /** Fails the open regular steps of a run's plan (started ones with `reason`, pending ones as not started). */
-export function failOpenSteps(ledger: Ledger, store: SqliteStore, planId: string, reason: string): string[] {
+export function failOpenSteps(ledger: Ledger, store: Store, planId: string, reason: string): string[] {
   const plan = store.getPlan(planId);
   if (plan?.status !== "IN_PROGRESS") return [];
   const failed: string[] = [];

@@ -1,12 +1,12 @@
 import { describe, expect, it, onTestFinished } from "vitest";
 import { makeLedgerFixture } from "../testing/ledger-fixtures.js";
 import { parseOwner, recoverInterruptedRuns } from "./interrupt.js";
-import { RunStore, summariseEvidence } from "./run-store.js";
+import { type RunStore, runStoreOf, summariseEvidence } from "./run-store.js";
 
 function fixture() {
   const fx = makeLedgerFixture();
   onTestFinished(() => fx.dispose());
-  return { fx, runs: new RunStore(fx.store, () => new Date(fx.clock.now()).toISOString()) };
+  return { fx, runs: runStoreOf(fx.store, () => new Date(fx.clock.now()).toISOString()) };
 }
 
 function startRun(

@@ -9,7 +9,7 @@ import { describe, expect, it, onTestFinished } from "vitest";
 import type { RunRequest } from "../exec/index.js";
 import { FakeProcessRunner } from "../testing/fake-process-runner.js";
 import { makeLedgerFixture } from "../testing/ledger-fixtures.js";
-import { RunStore } from "./run-store.js";
+import { runStoreOf } from "./run-store.js";
 import { runWorkflow } from "./runs.js";
 import { loadWorkflow } from "./schema.js";
 
@@ -140,7 +140,7 @@ describe("runWorkflow (fake process runner)", () => {
       error: "harness failure: disk on fire; nothing was recorded against the script",
     });
     expect(existsSync(join(home, "learnings", "fetch", "script_metadata.json"))).toBe(false);
-    const runs = new RunStore(fx.store);
+    const runs = runStoreOf(fx.store);
     expect(runs.getRun(report.run_id)?.status).toBe("failed");
     expect(fx.store.getPlan(report.plan_id)?.status).toBe("FAILED");
   });
@@ -154,7 +154,7 @@ describe("runWorkflow (fake process runner)", () => {
     await expect(
       runWorkflow(ctx, wf, { env, vars: { nope: "1" }, runner: new FakeProcessRunner() }),
     ).rejects.toThrow(/declares no variable NOPE/);
-    expect(new RunStore(fx.store).listRuns()).toEqual([]);
+    expect(runStoreOf(fx.store).listRuns()).toEqual([]);
     expect(fx.store.listPlans({})).toEqual([]);
   });
 

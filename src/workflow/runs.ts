@@ -5,7 +5,7 @@ import { type Clock, systemClock } from "../core/index.js";
 import type { ProcessRunner, SandboxInfo } from "../exec/index.js";
 import type { Ledger } from "../ledger/index.js";
 import { cachedReviewer } from "../review/cache.js";
-import type { SqliteStore, Workspace } from "../store/index.js";
+import type { Store, Workspace } from "../store/index.js";
 import { type BridgeEndpoint, savedLanguage } from "./fast-path.js";
 import { recoverInterruptedRuns } from "./interrupt.js";
 import { newRunId, workflowHome } from "./layout.js";
@@ -23,7 +23,7 @@ import {
   selectRun,
 } from "./run-report.js";
 import { prepareRunSetup, type RunSetup } from "./run-setup.js";
-import { RunStatus, type RunStepOutcome, RunStore } from "./run-store.js";
+import { RunStatus, type RunStepOutcome, type RunStore, runStoreOf } from "./run-store.js";
 import type { ExecutionMode, Workflow } from "./types.js";
 
 /** How a run was started. */
@@ -37,7 +37,7 @@ export const RunTrigger = {
 export type RunTrigger = (typeof RunTrigger)[keyof typeof RunTrigger];
 
 export interface RunContext {
-  store: SqliteStore;
+  store: Store;
   ledger: Ledger;
   workspace: Workspace;
 }
@@ -199,7 +199,7 @@ function openRun(
   opts: RunWorkflowOptions & { env: NodeJS.ProcessEnv },
 ): RunState {
   const clock = opts.clock ?? systemClock;
-  const runs = new RunStore(ctx.store);
+  const runs = runStoreOf(ctx.store);
   // Reports of unchanged scripts come from the workspace's review cache (see review/cache.ts).
   const review = cachedReviewer(join(ctx.workspace.dir, "cache", "review"));
   const runId = newRunId(clock.now());

@@ -10,7 +10,6 @@
  * transactions, and the next writer is not blocked by the dead one's lock.
  */
 import { readdirSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { PgStore } from "../../src/store/index.js";
 import { type PgCluster, pgAvailable, startPgCluster } from "../harness/pg.js";
@@ -20,7 +19,6 @@ import {
   type Marker,
   makeTempDir,
   mapLimit,
-  ROOT,
   ratchet,
   startRatchet,
   waitFor,
@@ -356,19 +354,13 @@ describe.runIf(pgAvailable())("choosing PostgreSQL", () => {
   test("commands that still need SQLite refuse PostgreSQL naming the command, and write nothing", async () => {
     const url = cluster.createDatabase();
     const box = machine(url);
+    // Workflow runs (`run`, `runs …`) moved behind RunStore and run on PostgreSQL: test/e2e/pg-runs.test.ts.
     for (const args of [
-      ["run", join(ROOT, "test/fixtures/workflows/slow/workflow.yaml")],
-      ["runs", "list"],
       ["thread", "list"],
       ["serve", "--port", "0"],
     ]) {
       const r = await box.run(args);
-      const name =
-        args[0] === "runs"
-          ? "ratchet runs list"
-          : args[0] === "thread"
-            ? "ratchet thread list"
-            : `ratchet ${args[0]}`;
+      const name = args[0] === "thread" ? "ratchet thread list" : `ratchet ${args[0]}`;
       expect(r.status, `${args.join(" ")}: ${r.stderr}`).toBe(2);
       expect(r.stderr).toContain(`\`${name}\` needs the SQLite store`);
       expect(r.stderr).toContain("docs/scale-out.md");

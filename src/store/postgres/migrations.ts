@@ -13,8 +13,9 @@
  *   leave gaps on rollback and, without the lock, hand out ids out of commit order.
  * - epoch-millisecond columns (`lease_expires_at`, `duration_ms`) are BIGINT; REAL is DOUBLE PRECISION.
  *
- * Runs, threads and provenance tables are not here yet: those capabilities still need the SQLite
- * store (docs/scale-out.md).
+ * Migration 2 is the runs area (SQLite's migration 2 and the `workflow_runs_started` index of a
+ * later one), plus `workflow_step_runs.seq` for SQLite's rowid order. Threads and provenance tables
+ * are not here yet: those capabilities still need the SQLite store (docs/scale-out.md).
  */
 export interface PgMigration {
   id: number;
@@ -152,6 +153,47 @@ CREATE TABLE events (
   payload      TEXT NOT NULL
 );
 CREATE INDEX events_plan ON events(plan_id, id);
+`),
+  },
+  {
+    id: 2,
+    name: "workflow_runs",
+    sql: c(`
+CREATE TABLE workflow_runs (
+  run_id         TEXT PRIMARY KEY,
+  workflow_id    TEXT NOT NULL,
+  workflow_path  TEXT NOT NULL,
+  plan_id        TEXT,
+  trigger        TEXT NOT NULL,
+  group_name     TEXT,
+  status         TEXT NOT NULL,
+  owner          TEXT NOT NULL,
+  started_at     TEXT NOT NULL,
+  finished_at    TEXT,
+  error          TEXT
+);
+CREATE INDEX workflow_runs_workflow ON workflow_runs(workflow_id, started_at);
+CREATE INDEX workflow_runs_status ON workflow_runs(status);
+CREATE INDEX workflow_runs_started ON workflow_runs(started_at, run_id);
+
+CREATE TABLE workflow_step_runs (
+  run_id          TEXT NOT NULL REFERENCES workflow_runs(run_id),
+  step_id         TEXT NOT NULL,
+  seq             INTEGER NOT NULL,
+  ledger_step_id  TEXT,
+  mode            TEXT NOT NULL,
+  fast_path       INTEGER NOT NULL DEFAULT 0,
+  outcome         TEXT,
+  exit_code       INTEGER,
+  duration_ms     BIGINT,
+  tokens          BIGINT NOT NULL DEFAULT 0,
+  error           TEXT,
+  started_at      TEXT,
+  finished_at     TEXT,
+  PRIMARY KEY (run_id, step_id)
+);
+CREATE INDEX workflow_step_runs_step ON workflow_step_runs(step_id, outcome);
+CREATE INDEX workflow_step_runs_order ON workflow_step_runs(run_id, seq);
 `),
   },
 ];

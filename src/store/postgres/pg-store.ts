@@ -381,6 +381,8 @@ export class PgStore implements Store {
       "skills",
       "metrics",
       "events",
+      "workflow_runs",
+      "workflow_step_runs",
     ]) {
       const r = this.#first<{ t: string | null }>("SELECT to_regclass($1)::text AS t", [t]);
       if (!r?.t) problems.push(`table ${t} is missing`);
