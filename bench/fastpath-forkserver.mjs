@@ -7,7 +7,7 @@
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fmt, median, report, ROOT } from "./lib.mjs";
+import { fmt, median, ROOT, report } from "./lib.mjs";
 
 const { forkKit } = await import(join(ROOT, "dist", "exec", "forkserver-kit.js"));
 const quick = process.env.BENCH_QUICK === "1";
