@@ -387,8 +387,9 @@ function addRunnerCommands(
     .command("run <spec>")
     .description("run a task: exit 0 passed, 8 failed, 4 refused by preflight, 2 bad spec")
     .option("--json", "machine-readable output")
+    .option("--quiet", "no progress and no summary on stdout (a failure is named on stderr)")
     .action(
-      act(async (spec: string, o: { json?: boolean }) =>
+      act(async (spec: string, o: { json?: boolean; quiet?: boolean }) =>
         (await rn()).runnerRun(spec, { ...globals(), ...o }),
       ),
     );
@@ -439,6 +440,7 @@ function addBuildCommands(
       "the model (default: RATCHET_MODEL, then model in .ratchet/config.json)",
     )
     .option("--json", "machine-readable output")
+    .option("--quiet", "no progress and no summary on stdout (a failure is named on stderr)")
     .addHelpText(
       "after",
       "\nExamples:\n  ratchet build examples/workflows/hello --step greet\n  RATCHET_MODEL=openai:gpt-4o-mini ratchet build flows/sales.yaml --step fetch-orders --group eu --json",
@@ -447,7 +449,14 @@ function addBuildCommands(
       act(
         async (
           wf: string,
-          o: { step: string; group?: string; var?: string[]; model?: string; json?: boolean },
+          o: {
+            step: string;
+            group?: string;
+            var?: string[];
+            model?: string;
+            json?: boolean;
+            quiet?: boolean;
+          },
         ) => (await bd()).cmdBuild(wf, { ...globals(), ...o }),
       ),
     );
