@@ -49,11 +49,27 @@ function build(setStatus: (n: number) => void): Command {
   program
     .command("init [dir]")
     .description("create a .ratchet/ workspace in dir (default: the current folder)")
+    .option(
+      "--example",
+      "also lay out the README's sample plan.yaml and workflows/hello/ in dir (refuses to overwrite)",
+    )
     .action(
-      act(async (dir: string | undefined) => {
+      act(async (dir: string | undefined, o: { example?: boolean }) => {
+        // The example is checked (and refused) before anything is written.
+        const example = o.example
+          ? (await import("./example-commands.js")).layOutExample(dir ?? ".")
+          : undefined;
         const { workspace, created } = initWorkspace(dir ?? ".");
         SqliteStore.open(workspace.dbPath, { create: true }).close();
-        out(JSON.stringify({ ok: true, op: "init", workspace: workspace.dir, created }));
+        out(
+          JSON.stringify({
+            ok: true,
+            op: "init",
+            workspace: workspace.dir,
+            created,
+            ...(example ? { example } : {}),
+          }),
+        );
         return 0;
       }),
     );
