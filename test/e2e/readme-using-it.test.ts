@@ -96,6 +96,21 @@ describe("README: Using it", () => {
 });
 
 describe("init --example", () => {
+  it("the package ships what init --example copies (npm pack)", () => {
+    const r = spawnSync("npm", ["pack", "--dry-run", "--json"], { cwd: ROOT, encoding: "utf8" });
+    expect(r.status, r.stderr).toBe(0);
+    const paths = (JSON.parse(r.stdout) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
+    for (const f of [
+      "examples/plans/demo-plan.yaml",
+      "examples/scripted-model.json",
+      "examples/workflows/hello/workflow.yaml",
+      "examples/workflows/hello/learnings/greet/main.py",
+      "examples/workflows/hello/learnings/summarise/main.py",
+      "dist/testing/scripted-model-cli.js",
+    ])
+      expect(paths).toContain(f);
+  });
+
   const run = (args: string[], cwd: string) =>
     spawnSync(process.execPath, [BIN, ...args], {
       cwd,
