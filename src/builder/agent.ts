@@ -8,6 +8,7 @@ import {
   type LoopTool,
   type ModelClient,
   runToolLoop,
+  type ToolLoopEvent,
   type ToolLoopLimits,
 } from "../model/index.js";
 
@@ -36,6 +37,8 @@ export async function runAgent(opts: {
   tools: readonly LoopTool[];
   limits: ToolLoopLimits;
   signal?: AbortSignal;
+  /** Each event of the tool loop, after the agent's own bookkeeping (progress). */
+  onEvent?: (e: ToolLoopEvent) => void;
 }): Promise<AgentResult> {
   const log: string[] = [];
   // Counted from the replies, so that tokens spent before a failed call are not lost.
@@ -55,6 +58,7 @@ export async function runAgent(opts: {
         } else if (e.type === "tool_result" && e.isError)
           log.push(`  ${e.name} error: ${short(e.content, 400)}`);
         else if (e.type === "stop") log.push(`stop: ${e.stopReason} (${e.detail})`);
+        opts.onEvent?.(e);
       },
     });
     return {

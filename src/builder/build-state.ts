@@ -7,7 +7,7 @@ import { join, relative } from "node:path";
 import type { BridgeConfig } from "../bridge/index.js";
 import { type Clock, ErrorCode, RatchetError } from "../core/index.js";
 import type { ProcessRunner } from "../exec/index.js";
-import type { LoopTool, ModelClient } from "../model/index.js";
+import type { LoopTool, ModelClient, ToolLoopEvent } from "../model/index.js";
 import {
   type LearnedStepResult,
   type learnedStepInput,
@@ -72,6 +72,8 @@ export interface BuildOptions {
   stepTimeoutSeconds?: number;
   /** Told about each attempt as it closes. */
   onAttempt?: (a: AttemptReport) => void;
+  /** Told about each agent's rounds, tool calls and results as they happen (progress). */
+  onAgentEvent?: (e: ToolLoopEvent) => void;
 }
 
 /** Where a build happens: its step, its run id and folders. */

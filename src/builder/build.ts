@@ -311,6 +311,7 @@ function agent(b: Build, kind: "learn_code" | "code_exec", message: string): Pro
       timeoutMs: AGENT_TIMEOUT_MS,
     },
     ...(b.opts.signal ? { signal: b.opts.signal } : {}),
+    ...(b.opts.onAgentEvent ? { onEvent: b.opts.onAgentEvent } : {}),
   });
 }
 

@@ -14,6 +14,7 @@ import { killAllRunning } from "../exec/index.js";
 import type { ModelStepRunner } from "../workflow/index.js";
 import { type GlobalOptions, withContext } from "./context.js";
 import { err, out } from "./io.js";
+import { buildProgressPrinter, liveMode } from "./progress.js";
 import { openWorkflow, parseVars } from "./run-commands.js";
 
 /** The model-step runner of a run: the configured model, or the reason there is none. */
@@ -47,10 +48,19 @@ function print(r: BuildReport): void {
 
 export async function cmdBuild(
   workflowArg: string,
-  opts: GlobalOptions & { step: string; group?: string; var?: string[]; model?: string; json?: boolean },
+  opts: GlobalOptions & {
+    step: string;
+    group?: string;
+    var?: string[];
+    model?: string;
+    json?: boolean;
+    quiet?: boolean;
+  },
 ): Promise<number> {
   const wf = openWorkflow(workflowArg);
   const vars = parseVars(opts.var);
+  const mode = liveMode(opts);
+  const live = mode ? buildProgressPrinter(mode, out) : undefined;
   return withContext(opts, async (ctx) => {
     const controller = new AbortController();
     const onSignal = (sig: NodeJS.Signals) => {
@@ -64,6 +74,7 @@ export async function cmdBuild(
         vars,
         ...(opts.group !== undefined ? { group: opts.group } : {}),
         signal: controller.signal,
+        ...(live ? { onAttempt: live.attempt, onAgentEvent: live.agent } : {}),
         model: () =>
           modelClientFor(
             resolveModelOptions({
@@ -73,7 +84,10 @@ export async function cmdBuild(
           ),
       });
       if (opts.json) out(JSON.stringify(report, null, 2));
-      else print(report);
+      else if (opts.quiet) {
+        if (report.verdict !== "passed")
+          err(`build of step ${report.step_id} failed after ${report.attempts.length} attempt(s)`);
+      } else print(report);
       return report.verdict === "passed" ? 0 : 8;
     } finally {
       process.off("SIGINT", onSignal);

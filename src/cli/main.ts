@@ -49,11 +49,27 @@ function build(setStatus: (n: number) => void): Command {
   program
     .command("init [dir]")
     .description("create a .ratchet/ workspace in dir (default: the current folder)")
+    .option(
+      "--example",
+      "also lay out the README's sample plan.yaml and workflows/hello/ in dir (refuses to overwrite)",
+    )
     .action(
-      act(async (dir: string | undefined) => {
+      act(async (dir: string | undefined, o: { example?: boolean }) => {
+        // The example is checked (and refused) before anything is written.
+        const example = o.example
+          ? (await import("./example-commands.js")).layOutExample(dir ?? ".")
+          : undefined;
         const { workspace, created } = initWorkspace(dir ?? ".");
         SqliteStore.open(workspace.dbPath, { create: true }).close();
-        out(JSON.stringify({ ok: true, op: "init", workspace: workspace.dir, created }));
+        out(
+          JSON.stringify({
+            ok: true,
+            op: "init",
+            workspace: workspace.dir,
+            created,
+            ...(example ? { example } : {}),
+          }),
+        );
         return 0;
       }),
     );
@@ -387,8 +403,9 @@ function addRunnerCommands(
     .command("run <spec>")
     .description("run a task: exit 0 passed, 8 failed, 4 refused by preflight, 2 bad spec")
     .option("--json", "machine-readable output")
+    .option("--quiet", "no progress and no summary on stdout (a failure is named on stderr)")
     .action(
-      act(async (spec: string, o: { json?: boolean }) =>
+      act(async (spec: string, o: { json?: boolean; quiet?: boolean }) =>
         (await rn()).runnerRun(spec, { ...globals(), ...o }),
       ),
     );
@@ -439,6 +456,7 @@ function addBuildCommands(
       "the model (default: RATCHET_MODEL, then model in .ratchet/config.json)",
     )
     .option("--json", "machine-readable output")
+    .option("--quiet", "no progress and no summary on stdout (a failure is named on stderr)")
     .addHelpText(
       "after",
       "\nExamples:\n  ratchet build examples/workflows/hello --step greet\n  RATCHET_MODEL=openai:gpt-4o-mini ratchet build flows/sales.yaml --step fetch-orders --group eu --json",
@@ -447,7 +465,14 @@ function addBuildCommands(
       act(
         async (
           wf: string,
-          o: { step: string; group?: string; var?: string[]; model?: string; json?: boolean },
+          o: {
+            step: string;
+            group?: string;
+            var?: string[];
+            model?: string;
+            json?: boolean;
+            quiet?: boolean;
+          },
         ) => (await bd()).cmdBuild(wf, { ...globals(), ...o }),
       ),
     );

@@ -9,25 +9,12 @@
  * forces the piped form on a terminal.
  */
 import type { RunProgress } from "../workflow/index.js";
+import { type ProgressMode, painter } from "./progress.js";
+
+export { type ProgressMode, progressMode } from "./progress.js";
 
 /** Output lines of one step shown live (the full output is in the step's ledger log). */
 export const LIVE_TAIL_LINES = 200;
-
-export interface ProgressMode {
-  /** Step start/end lines with elapsed time and the live output. */
-  live: boolean;
-  colour: boolean;
-}
-
-/** Terminal mode from the stream and the environment (pure). */
-export function progressMode(isTty: boolean, env: NodeJS.ProcessEnv): ProgressMode {
-  const forced = env.RATCHET_PROGRESS;
-  const live = forced === "tty" ? true : forced === "plain" ? false : isTty;
-  const noColour = env.NO_COLOR !== undefined && env.NO_COLOR !== "";
-  return { live, colour: live && !noColour && env.TERM !== "dumb" };
-}
-
-const CODES = { dim: "2", bold: "1", green: "32", red: "31", yellow: "33", cyan: "36" } as const;
 
 /** A progress printer for one run (state: the running step's start time and shown lines). */
 export function progressPrinter(
@@ -35,8 +22,7 @@ export function progressPrinter(
   write: (line: string) => void,
   now: () => number = () => performance.now(),
 ): (p: RunProgress) => void {
-  const paint = (code: keyof typeof CODES, s: string) =>
-    mode.colour ? `\x1b[${CODES[code]}m${s}\x1b[0m` : s;
+  const paint = painter(mode.colour);
   const started = new Map<string, number>();
   const shown = new Map<string, number>();
   const hidden = new Map<string, number>();

@@ -25,7 +25,8 @@ import {
 } from "../runner/index.js";
 import { parseSecretsFile } from "../workflow/index.js";
 import { type CommandContext, type GlobalOptions, openContext } from "./context.js";
-import { out } from "./io.js";
+import { err, out } from "./io.js";
+import { liveMode, taskProgressPrinter } from "./progress.js";
 
 const print = (json: boolean | undefined, value: unknown, human: () => string) =>
   out(json ? JSON.stringify(value) : human());
@@ -92,7 +93,10 @@ function taskRedactor(model: CompiledModelOptions, ctx: CommandContext | undefin
 }
 
 /** `ratchet runner run <spec>`. */
-export async function runnerRun(file: string, o: GlobalOptions & { json?: boolean }): Promise<number> {
+export async function runnerRun(
+  file: string,
+  o: GlobalOptions & { json?: boolean; quiet?: boolean },
+): Promise<number> {
   const spec = loadTaskSpec(file);
   const model = compileModelOptions({});
   const client = createModelClient(model);
@@ -106,7 +110,9 @@ export async function runnerRun(file: string, o: GlobalOptions & { json?: boolea
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   try {
-    const onEvent = ctx
+    const mode = liveMode(o);
+    const live = mode ? taskProgressPrinter(mode, out) : undefined;
+    const record = ctx
       ? (e: TaskEvent) =>
           ctx.store.tx(() =>
             ctx.store.appendEvent({
@@ -117,12 +123,24 @@ export async function runnerRun(file: string, o: GlobalOptions & { json?: boolea
             }),
           )
       : undefined;
+    const onEvent =
+      record || live
+        ? (e: TaskEvent) => {
+            record?.(e);
+            live?.(e);
+          }
+        : undefined;
     const result = await runTask(spec, {
       client,
       redactor,
       signal: abort.signal,
       ...(onEvent ? { onEvent } : {}),
     });
+    const code = { passed: 0, failed: 8, refused: 4, error: 1 }[result.status];
+    if (o.quiet && !o.json) {
+      if (code !== 0) err(`task ${result.task_id}: ${result.status} (${result.stop_reason})`);
+      return code;
+    }
     print(o.json, { ok: result.status === "passed", op: "runner-run", ...result }, () =>
       [
         `task ${result.task_id}: ${result.status} (${result.stop_reason}) after ${result.rounds} round(s), best score ${result.best_score}`,
@@ -139,7 +157,7 @@ export async function runnerRun(file: string, o: GlobalOptions & { json?: boolea
         `{"ok":${result.status === "passed"},"op":"runner-run","status":"${result.status}"}`,
       ].join("\n"),
     );
-    return { passed: 0, failed: 8, refused: 4, error: 1 }[result.status];
+    return code;
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);

@@ -14,7 +14,8 @@ import {
   type ThreadServiceOptions,
 } from "../threads/index.js";
 import { err, onStdoutGone, out, stdoutGone } from "./io.js";
-import { renderEvent } from "./thread-render.js";
+import { painter, progressMode } from "./progress.js";
+import { renderEvent, renderWatchEvent } from "./thread-render.js";
 
 export interface ThreadGlobals {
   db?: string;
@@ -336,11 +337,22 @@ export async function threadWatch(
   try {
     opened.svc.threads.require(id);
     const until = Date.now() + limit;
+    // Rendered for a person (colour on a terminal only); `--json` keeps the raw event rows.
+    const paint = painter(progressMode(process.stdout.isTTY === true, process.env).colour);
     let since = 0;
+    let lastMessage = 0;
     for (;;) {
       for (const e of opened.store.listEvents({ since, entityKind: "thread", entityId: id, limit: 1000 })) {
         since = e.id;
-        out(o.json ? JSON.stringify(e) : `${e.id} ${e.at} ${e.type} ${e.payload}`);
+        if (o.json) {
+          out(JSON.stringify(e));
+          continue;
+        }
+        // A message and its event are written in one transaction, in order: the next message is its.
+        const message =
+          e.type === "thread.message" ? opened.svc.threads.messagesAfter(id, lastMessage)[0] : undefined;
+        if (message) lastMessage = message.id;
+        for (const l of renderWatchEvent(e, message, id, paint)) out(l);
       }
       // Nobody reads any more (`thread watch … | head -1`): watching is pointless.
       if (stdoutGone()) return 0;

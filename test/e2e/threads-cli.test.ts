@@ -197,7 +197,7 @@ describe("ratchet thread (e2e)", () => {
     ]);
   });
 
-  it("chat renders streamed text, tool calls, skills and an inline approval; watch prints the events", async () => {
+  it("chat renders streamed text, tool calls, skills and an inline approval; watch renders them", async () => {
     const { ws, env, appendFile } = await setup({
       turns: [
         {
@@ -234,7 +234,7 @@ describe("ratchet thread (e2e)", () => {
     expect(ids[1]!.goal).toContain("assistant: Appended it.");
     const watch = await ws.run(["thread", "watch", ids[0]!.thread_id, "--timeout", "5"], { env });
     expect(watch.status).toBe(0);
-    expect(watch.stdout).toContain("thread.approval_decided");
-    expect(watch.stdout).toContain("thread.skill_activated");
+    expect(watch.stdout).toContain("✓ append approved");
+    expect(watch.stdout).toContain("◈ skills: notes");
   });
 });
