@@ -220,6 +220,8 @@ describe("headline at publish", () => {
       changedNodes: (id: string) => table.changedNodes(id),
       touchedNodes: (id: string) => table.touchedNodes(id),
       history: (k: string) => table.history(k),
+      callees: (p: string, k: string) => table.callees(p, k),
+      callers: (p: string, k: string) => table.callers(p, k),
       resolve: (p: string, t: string) => {
         seen.push(t);
         return table.resolve(p, t);

@@ -3,6 +3,7 @@
  * re-export it): what the CLI, the server and the bench use.
  */
 
+export { FILE_LINE } from "../nodes/index.js";
 export type { Finding, HeadlineDoc, HeadlineSummary } from "./headline.js";
 export { publishHeadline, summarize, UNAVAILABLE_KINDS } from "./headline.js";
 export type { DeclaredConstraint } from "./headline-extensions.js";
@@ -10,6 +11,7 @@ export { declaredConstraints, extensionsPath, syncConstraints } from "./headline
 export { headlineAtPublish } from "./headline-publish.js";
 export type { HeadlineRespondInput } from "./headline-respond.js";
 export { HEADLINE_RESPOND_FLOW, headlineRespond, latestHeadline, whyStoreOf } from "./headline-respond.js";
+export { nodeSourceFor, useNodeSource } from "./node-source.js";
 export type { BoundedRead, EvidenceLevel, ReadRecord } from "./read.js";
 export {
   boundedRead,
@@ -25,7 +27,5 @@ export { why } from "./why.js";
 export type { PlanChecklist } from "./why-checklist.js";
 export { planChecklist } from "./why-checklist.js";
 export { renderHeadline, renderWhy } from "./why-format.js";
-export { FILE_LINE } from "../nodes/index.js";
-export { nodeSourceFor, useNodeSource } from "./node-source.js";
 export type { WhyStore } from "./why-store.js";
 export { SqliteWhyStore } from "./why-store.js";
