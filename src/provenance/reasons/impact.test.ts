@@ -9,6 +9,7 @@ import { nodeSourceFor } from "../nodes/index.js";
 import { UNAVAILABLE_KINDS } from "./headline.js";
 import { why } from "./why.js";
 import { insertReason } from "./why-fixture.js";
+import { renderWhy } from "./why-format.js";
 import { SqliteWhyStore } from "./why-store.js";
 
 const open: SqliteStore[] = [];
@@ -119,6 +120,10 @@ describe.each([
     expect(r.summary?.downstream).toBe(1);
     expect(r.read.structure.callers).toEqual({ total: 1, names: [`${callerMod}.main`], omitted: 0 });
     expect(r.read.structure.callees).toEqual({ total: 1, names: [`${mod}.helper`], omitted: 0 });
+    const lines = renderWhy(r).split("\n");
+    expect(lines[0]).toMatch(new RegExp(`^${mod.replace(".", "\\.")}\\.compute · downstream 1 · history `));
+    expect(lines).toContain(`  callers 1: ${callerMod}.main`);
+    expect(lines).toContain(`  callees 1: ${mod}.helper`);
     const tiny = w.store.tx(() =>
       why(ws, nodes, { project: "app", target: `${mod}.compute`, budgetTokens: 1 }, "2026-12-01T10:00:00Z"),
     );
