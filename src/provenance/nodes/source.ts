@@ -56,7 +56,7 @@ export class SqliteNodeSource implements NodeSource {
   readonly #store: Store;
   readonly #now: () => string;
   /** The call graph of the newest run read, by run id (a run never changes). */
-  #graph: { runId: number; graph: CallGraph } | undefined;
+  #graph: { runId: number; graph: CallGraph; byKey: Map<string, NodeSnapshot> } | undefined;
 
   constructor(nodes: NodeStore, store: Store, opts: NodeSourceOptions = {}) {
     this.#nodes = nodes;
@@ -377,9 +377,9 @@ export class SqliteNodeSource implements NodeSource {
     if (!repo || !existsSync(repo)) return undefined;
     const run = this.#nodes.latestRun(project);
     if (!run) return undefined;
+    if (this.#graph?.runId === run.id) return this.#graph;
     const snaps = this.#nodes.snapshotsOf(run.id);
     const byKey = new Map(snaps.map((s) => [s.node_key, s]));
-    if (this.#graph?.runId === run.id) return { graph: this.#graph.graph, byKey };
     let files: ReturnType<typeof repoState>["files"];
     try {
       files = repoState(repo).files;
@@ -395,7 +395,7 @@ export class SqliteNodeSource implements NodeSource {
       if (hit) facts.set(f.path, hit);
     }
     const graph = callGraph(snaps, facts);
-    this.#graph = { runId: run.id, graph };
-    return { graph, byKey };
+    this.#graph = { runId: run.id, graph, byKey };
+    return this.#graph;
   }
 }

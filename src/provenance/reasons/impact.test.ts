@@ -173,4 +173,20 @@ describe("call edges: what does not resolve", () => {
     const nodes = nodeSourceFor(w.store);
     expect(nodes.callees("app", p.key("m.compute"))).toEqual([]);
   });
+
+  it("a key of another project has no edges in this one; LIKE wildcards in a callee name match nothing", async () => {
+    const w = workspace();
+    const p = await reviewedPlan(w.ledger, { project: "app", repo: w.repo, files: PY, edits: {} });
+    const q = await reviewedPlan(w.ledger, {
+      project: "wild",
+      repo: join(w.dir, "wild"),
+      files: { "m.py": "def aXb():\n    return 1\n\n\ndef go():\n    return a_b() + aXb()\n" },
+      edits: { "m.py": "def go():\n    return a_b() + 1\n" },
+    });
+    const nodes = nodeSourceFor(w.store);
+    expect(nodes.callers("wild", p.key("app.core.compute"))).toEqual([]);
+    expect(nodes.callees("wild", p.key("app.core.main"))).toEqual([]);
+    // aXb was removed, and go's text still names a_b (not aXb): `_` must not act as a wildcard.
+    expect(nodes.callees("wild", q.key("m.go"))).toEqual([]);
+  });
 });
