@@ -74,4 +74,15 @@ export interface NodeSource {
   resolve(project: string, target: string): NodeSnapshot | undefined;
   /** Every event of one key, oldest first (a node's identity history). */
   history(nodeKey: string): NodeEvent[];
+  /**
+   * What the node calls at the project's newest run, resolved as the analyser resolves callees for
+   * dataflow_sig: a symbol of the same file by local name, else the only symbol of that name in the
+   * run. A name that resolves to nothing at the newest run but names exactly one removed node of the
+   * project (its latest event `node_removed`) comes back as that node's last snapshot; other
+   * unresolved names (builtins, imports from outside the repo, ambiguous names) are ignored.
+   * Empty when the node is not in the newest run or nothing is known of its file.
+   */
+  callees(project: string, nodeKey: string): NodeSnapshot[];
+  /** The nodes of the project's newest run that call this one (the inverse of {@link callees}, removed nodes aside). */
+  callers(project: string, nodeKey: string): NodeSnapshot[];
 }

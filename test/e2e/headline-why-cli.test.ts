@@ -232,7 +232,7 @@ describe("why through the CLI", () => {
     expect(r.status, r.stderr).toBe(0);
     const lines = r.stdout.split("\n");
     expect(lines[0]).toBe(
-      `${LOAD_QN} · downstream n/a · history 1 · constraints 1 (1 active) · rejected 0 · pending 1`,
+      `${LOAD_QN} · downstream 0 · history 1 · constraints 1 (1 active) · rejected 0 · pending 1`,
     );
     expect(r.stdout).toMatch(
       new RegExp(

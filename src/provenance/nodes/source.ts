@@ -17,7 +17,10 @@ import type {
   NodeSource,
   RefreshOptions,
 } from "../types.js";
-import { analyse } from "./analyze.js";
+import { analyse, cacheKey } from "./analyze.js";
+import { type CallGraph, callGraph, localName } from "./calls.js";
+import type { FileFacts } from "./facts.js";
+import { repoState } from "./files.js";
 import { matchRun, NodeEventType } from "./match.js";
 import type { NodeStore } from "./store.js";
 
@@ -52,6 +55,8 @@ export class SqliteNodeSource implements NodeSource {
   readonly #nodes: NodeStore;
   readonly #store: Store;
   readonly #now: () => string;
+  /** The call graph of the newest run read, by run id (a run never changes). */
+  #graph: { runId: number; graph: CallGraph; byKey: Map<string, NodeSnapshot> } | undefined;
 
   constructor(nodes: NodeStore, store: Store, opts: NodeSourceOptions = {}) {
     this.#nodes = nodes;
@@ -336,5 +341,61 @@ export class SqliteNodeSource implements NodeSource {
     const all = this.#nodes.snapshotsOf(run.id);
     const file = opts.file === undefined ? undefined : this.#repoRelative(project, opts.file);
     return { run, nodes: file === undefined ? all : all.filter((n) => n.file_path === file) };
+  }
+
+  callees(project: string, nodeKey: string): NodeSnapshot[] {
+    const at = this.#graphOf(project);
+    if (!at) return [];
+    const out = (at.graph.callees.get(nodeKey) ?? []).flatMap((k) => at.byKey.get(k) ?? []);
+    for (const name of at.graph.unresolved.get(nodeKey) ?? []) {
+      const gone = this.#nodes
+        .newestOfLocalName(project, name)
+        .filter(
+          (s) =>
+            localName(s.qualified_name) === name &&
+            !at.byKey.has(s.node_key) &&
+            this.#nodes.eventsOfKey(s.node_key).at(-1)?.event_type === NodeEventType.Removed,
+        );
+      if (gone.length === 1) out.push(gone[0] as NodeSnapshot);
+    }
+    return out;
+  }
+
+  callers(project: string, nodeKey: string): NodeSnapshot[] {
+    const at = this.#graphOf(project);
+    if (!at) return [];
+    return (at.graph.callers.get(nodeKey) ?? []).flatMap((k) => at.byKey.get(k) ?? []);
+  }
+
+  /**
+   * The newest run's call graph: its snapshots plus the parse-cache facts of the files it read.
+   * The files' blobs are the worktree's now; a file edited since the run does not match the run's
+   * snapshots and gives no edges (until the next refresh). Undefined without a repo or a run.
+   */
+  #graphOf(project: string): { graph: CallGraph; byKey: Map<string, NodeSnapshot> } | undefined {
+    const repo = this.#store.getProject(project)?.repo_path;
+    if (!repo || !existsSync(repo)) return undefined;
+    const run = this.#nodes.latestRun(project);
+    if (!run) return undefined;
+    if (this.#graph?.runId === run.id) return this.#graph;
+    const snaps = this.#nodes.snapshotsOf(run.id);
+    const byKey = new Map(snaps.map((s) => [s.node_key, s]));
+    let files: ReturnType<typeof repoState>["files"];
+    try {
+      files = repoState(repo).files;
+    } catch {
+      return undefined;
+    }
+    const seen = new Set(snaps.map((s) => s.file_path));
+    const wanted = files.filter((f) => seen.has(f.path));
+    const hits = this.#nodes.cacheGet(wanted.map((f) => cacheKey(f.language, f.blob)));
+    const facts = new Map<string, FileFacts>();
+    for (const f of wanted) {
+      const hit = hits.get(cacheKey(f.language, f.blob));
+      if (hit) facts.set(f.path, hit);
+    }
+    const graph = callGraph(snaps, facts);
+    this.#graph = { runId: run.id, graph, byKey };
+    return this.#graph;
   }
 }

@@ -36,6 +36,8 @@ export interface NodeStore {
   atLine(runId: number, filePath: string, line: number): NodeSnapshot[];
   /** Every event of a key, oldest first. */
   eventsOfKey(nodeKey: string): NodeEvent[];
+  /** The newest snapshot of each key of a project whose symbol's local name is `local` (`….local`, `….local#n`). */
+  newestOfLocalName(project: string, local: string): NodeSnapshot[];
   cacheGet(keys: readonly string[]): Map<string, FileFacts>;
   cachePut(entries: ReadonlyMap<string, FileFacts>, at: string): void;
 }
@@ -144,6 +146,18 @@ export class SqliteNodeStore implements NodeStore {
       )
       .all(nodeKey) as EventRow[];
     return rows.map(toEvent);
+  }
+
+  newestOfLocalName(project: string, local: string): NodeSnapshot[] {
+    const esc = local.replace(/[\\%_]/g, (c) => `\\${c}`);
+    return this.#db
+      .prepare(
+        `SELECT s.* FROM prov_node_snapshots s JOIN prov_analysis_runs r ON r.id = s.run_id
+         WHERE r.project = ? AND (s.qualified_name = ? OR s.qualified_name LIKE ? ESCAPE '\\' OR s.qualified_name LIKE ? ESCAPE '\\')
+           AND s.run_id = (SELECT MAX(s2.run_id) FROM prov_node_snapshots s2 WHERE s2.node_key = s.node_key)
+         ORDER BY s.node_key`,
+      )
+      .all(project, local, `%.${esc}`, `%.${esc}#%`) as NodeSnapshot[];
   }
 
   cacheGet(keys: readonly string[]): Map<string, FileFacts> {

@@ -205,6 +205,8 @@ describe("the close never stops, never half-writes", () => {
         touchedNodes: (id) => real.touchedNodes(id),
         history: (k) => real.history(k),
         resolve: (p, t) => real.resolve(p, t),
+        callees: (p, k) => real.callees(p, k),
+        callers: (p, k) => real.callers(p, k),
       };
       return broken;
     });

@@ -84,7 +84,7 @@ describe("headline at publish", () => {
       adopted: 0,
     });
     expect(doc.hints.join("\n")).toMatch(/shop\.new_thing: not in the state graph/);
-    expect(doc.hints.join("\n")).toMatch(/not available .*removed_upstream/);
+    expect(doc.hints.join("\n")).toMatch(/not available .*unverified_upstream/);
     const planId = String(out.result?.plan_id);
     const row = f.store.db.prepare("SELECT headline_json FROM plans WHERE plan_id = ?").get(planId) as {
       headline_json: string;
@@ -220,6 +220,8 @@ describe("headline at publish", () => {
       changedNodes: (id: string) => table.changedNodes(id),
       touchedNodes: (id: string) => table.touchedNodes(id),
       history: (k: string) => table.history(k),
+      callees: (p: string, k: string) => table.callees(p, k),
+      callers: (p: string, k: string) => table.callers(p, k),
       resolve: (p: string, t: string) => {
         seen.push(t);
         return table.resolve(p, t);

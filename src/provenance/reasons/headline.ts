@@ -5,10 +5,11 @@
  * publish, except an unanswered finding on a human constraint declared `block: true` in the
  * extensions file (`headline_blocked`, exit 4, nothing written).
  *
- * Finding kinds computed: `active_constraint`, `rejected_path`, `similar_intent`. Not available
- * (the node source gives no callers, callees or consumers, and outcomes are not recorded):
- * `prior_outcome_failed`, `removed_upstream`, `downstream_break`, `unverified_upstream`,
- * `downstream_constraint` — a hint in the document says so.
+ * Finding kinds computed: `active_constraint`, `rejected_path`, `similar_intent`, and from the node
+ * source's call edges at the newest run `removed_upstream` (a callee whose latest event is
+ * `node_removed`), `downstream_break` (the target has callers) and `downstream_constraint` (active
+ * constraints on its callers). Not available (outcomes and table schemas are not recorded):
+ * `prior_outcome_failed`, `unverified_upstream` — a hint in the document says so.
  */
 import { ErrorCode, RatchetError } from "../../core/index.js";
 import type { NodeSource } from "../types.js";
@@ -37,7 +38,14 @@ export interface Finding {
   /** The target's qualified name (or the target as given when it is not in the graph). */
   anchor: string;
   node_key: string | null;
-  evidence: { reason_id?: number; reason_ids?: number[] };
+  evidence: {
+    reason_id?: number;
+    reason_ids?: number[];
+    /** `removed_upstream`: the callee's removal event. */
+    event?: { node_key: string; run_id: number; seq: number };
+    /** `downstream_break`: the callers' keys. */
+    consumers?: string[];
+  };
   /** A human constraint declared `block: true`: publish is refused while it is unanswered. */
   hard: boolean;
   response: FindingResponse | null;
@@ -77,13 +85,10 @@ export interface HeadlineDoc {
 }
 
 /** Kinds the spec names that this node source cannot compute (documented in the hint). */
-export const UNAVAILABLE_KINDS = [
-  "prior_outcome_failed",
-  "removed_upstream",
-  "downstream_break",
-  "unverified_upstream",
-  "downstream_constraint",
-] as const;
+export const UNAVAILABLE_KINDS = ["prior_outcome_failed", "unverified_upstream"] as const;
+
+/** Callers named in a `downstream_break` finding's text (all of them are in its evidence). */
+const NAMED_CALLERS = 5;
 
 /** A finding's evidence reason ids. */
 export function evidenceIds(f: Pick<Finding, "evidence">): number[] {
@@ -335,6 +340,59 @@ export function publishHeadline(
         },
         node.node_key,
       );
+    for (const c of nodes.callees(input.project, node.node_key)) {
+      const last = nodes.history(c.node_key).at(-1);
+      if (last?.event_type !== "node_removed") continue;
+      push(
+        {
+          layer: "self",
+          kind: "removed_upstream",
+          tier: "derived",
+          severity: "blocking",
+          text: `${anchor} calls ${c.qualified_name}, removed at run ${last.run_id}`,
+          anchor,
+          node_key: node.node_key,
+          evidence: { event: { node_key: c.node_key, run_id: last.run_id, seq: last.seq } },
+          hard: false,
+        },
+        node.node_key,
+      );
+    }
+    const callers = nodes.callers(input.project, node.node_key);
+    if (callers.length) {
+      const names = callers.slice(0, NAMED_CALLERS).map((c) => c.qualified_name);
+      const more = callers.length - names.length;
+      push(
+        {
+          layer: "impact",
+          kind: "downstream_break",
+          tier: "derived",
+          severity: "warning",
+          text: `${callers.length} caller(s) of ${anchor} may break: ${names.join(", ")}${more ? ` and ${more} more` : ""}`,
+          anchor,
+          node_key: node.node_key,
+          evidence: { consumers: callers.map((c) => c.node_key) },
+          hard: false,
+        },
+        node.node_key,
+      );
+    }
+    for (const caller of callers)
+      for (const c of store.onNode(input.project, caller.node_key, "constraint", { activeOnly: true }))
+        push(
+          {
+            layer: "impact",
+            kind: "downstream_constraint",
+            tier: c.tier,
+            severity: "blocking",
+            text: `constraint #${c.id} on caller ${caller.qualified_name} of ${anchor}: ${describe(c)}`,
+            anchor,
+            node_key: node.node_key,
+            evidence: { reason_id: c.id },
+            hard: false,
+          },
+          node.node_key,
+        );
   }
   for (const n of notes) {
     const t = targets.find((x) => x.target === n.target || x.qualified_name === n.target) ?? targets[0];

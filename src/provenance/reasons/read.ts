@@ -15,7 +15,14 @@ export const DEFAULT_BUDGET_TOKENS = 1500;
 /** Characters per token (the budget's unit). */
 export const CHARS_PER_TOKEN = 4;
 /** Record caps per section (lifted by `all`). */
-export const READ_CAPS = { constraints: 10, rejected: 5, reasons: 3, claims: 5, identity: 10 } as const;
+export const READ_CAPS = {
+  constraints: 10,
+  rejected: 5,
+  reasons: 3,
+  claims: 5,
+  identity: 10,
+  structure: 10,
+} as const;
 /** A cut record keeps at least this many characters, else it is left out. */
 const MIN_CUT_CHARS = 80;
 /** Characters of context kept either side of a quoted span. */
@@ -69,12 +76,21 @@ export interface ClaimRecord {
   outcome: null;
 }
 
+/** One side of the structure card: how many, the qualified names shown, how many were cut. */
+export interface StructureSide {
+  total: number;
+  names: string[];
+  omitted: number;
+}
+
 export interface BoundedRead {
   target: string;
   node_key: string;
   qualified_name: string;
   node_type: string;
   card: { file_path: string; line_start: number; line_end: number; struct_sig: string | null } | null;
+  /** Callers and callees at the newest run (the node source's call edges), names capped and budgeted. */
+  structure: { callers: StructureSide; callees: StructureSide };
   identity: { events: { run_id: number; event_type: string; detail: string }[]; omitted: number };
   counts: NodeCounts;
   constraints: Section<ReadRecord>;
@@ -239,7 +255,22 @@ export function boundedRead(
   ] as const)
     s.records = all.filter((r) => r.section === name);
   const chars = (opts.budgetTokens ?? DEFAULT_BUDGET_TOKENS) * CHARS_PER_TOKEN;
-  const used = trimToBudget([constraints, rejected, reasons], chars);
+  let used = trimToBudget([constraints, rejected, reasons], chars);
+  // The structure card takes what the records left: names past the cap or the budget are counted.
+  const side = (list: readonly NodeSnapshot[]): StructureSide => {
+    const names: string[] = [];
+    const max = cap(READ_CAPS.structure) ?? list.length;
+    for (const n of list) {
+      if (names.length >= max || used + n.qualified_name.length > chars) break;
+      names.push(n.qualified_name);
+      used += n.qualified_name.length;
+    }
+    return { total: list.length, names, omitted: list.length - names.length };
+  };
+  const structure = {
+    callers: side(nodes.callers(project, node.node_key)),
+    callees: side(nodes.callees(project, node.node_key)),
+  };
   const claims = store.priorClaims(project, [node.node_key, node.qualified_name], opts.exceptPlan);
   const claimCap = cap(READ_CAPS.claims) ?? claims.length;
   const history = nodes.history(node.node_key);
@@ -255,6 +286,7 @@ export function boundedRead(
       line_end: node.line_end,
       struct_sig: node.struct_sig,
     },
+    structure,
     identity: {
       events: history
         .slice(-idCap)

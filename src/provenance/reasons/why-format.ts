@@ -5,7 +5,7 @@
  * verifiability.
  */
 import type { HeadlineDoc } from "./headline.js";
-import type { ReadRecord, Section } from "./read.js";
+import type { BoundedRead, ReadRecord, Section } from "./read.js";
 import type { WhyResult } from "./why.js";
 
 const date = (iso: string) => iso.replace("T", " ").slice(0, 16);
@@ -83,6 +83,7 @@ export function renderWhy(r: WhyResult): string {
       const lines = [
         `${r.resolved.qualified_name} · downstream ${s.downstream ?? "n/a"} · history ${s.history} · constraints ${s.constraints} (${s.active_constraints} active) · rejected ${s.rejected} · pending ${s.pending}`,
         `  [${r.resolved.node_key}] ${r.resolved.node_type} ${read.card ? `${read.card.file_path}:${read.card.line_start}-${read.card.line_end}` : ""}`,
+        ...structureLines(read),
         `── history · ${s.history}`,
         ...read.identity.events.map(
           (e) => `  run ${e.run_id} · ${e.event_type}${e.detail ? ` · ${e.detail}` : ""}`,
@@ -100,6 +101,13 @@ export function renderWhy(r: WhyResult): string {
       return lines.join("\n");
     }
   }
+}
+
+/** The structure card: callers and callees at the newest run, names cut as counts. */
+function structureLines(read: BoundedRead): string[] {
+  const side = (label: string, x: BoundedRead["structure"]["callers"]) =>
+    `  ${label} ${x.total}${x.names.length ? `: ${x.names.join(", ")}` : ""}${x.omitted ? ` (… ${x.omitted} more)` : ""}`;
+  return [side("callers", read.structure.callers), side("callees", read.structure.callees)];
 }
 
 /** The text of `headline show`. */

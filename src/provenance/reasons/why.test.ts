@@ -65,7 +65,7 @@ describe("why", () => {
     const text = renderWhy(r);
     const lines = text.split("\n");
     expect(lines[0]).toBe(
-      `${LOAD.qualified_name} · downstream n/a · history 1 · constraints 1 (1 active) · rejected 1 · pending 1`,
+      `${LOAD.qualified_name} · downstream 0 · history 1 · constraints 1 (1 active) · rejected 1 · pending 1`,
     );
     expect(text).toContain("── constraints · 1");
     expect(text).toMatch(new RegExp(`#${c} · asserted · linked · 2026-11-20 09:12 · shown 0`));

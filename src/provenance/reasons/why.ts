@@ -29,7 +29,7 @@ export interface WhyQuery {
 }
 
 export interface WhySummary {
-  /** Callers/consumers: not available from the node source (null). */
+  /** Callers at the project's newest run (the node source's call edges); null only from an older document. */
   downstream: number | null;
   history: number;
   constraints: number;
@@ -188,7 +188,7 @@ export function why(store: WhyStore, nodes: NodeSource, q: WhyQuery, at: string)
     target: q.target,
     resolved: node,
     summary: {
-      downstream: null,
+      downstream: read.structure.callers.total,
       history: read.identity.events.length + read.identity.omitted,
       constraints: read.counts.constraints,
       active_constraints: read.counts.active_constraints,
