@@ -30,18 +30,27 @@ export async function plansList(el: HTMLElement, selected?: string): Promise<voi
   );
 }
 
-function stepCard(s: Json, openLog: (id: string) => void): HTMLElement {
+/** The address of a step of a plan (and of its log). */
+export function stepHref(planId: string, stepId: string, log = false): string {
+  return `#/plans/${encodeURIComponent(planId)}/steps/${encodeURIComponent(stepId)}${log ? "/log" : ""}`;
+}
+
+function stepCard(s: Json, selected: string | undefined): HTMLElement {
   const short = s.step_id.startsWith(`${s.plan_id}-`) ? s.step_id.slice(s.plan_id.length + 1) : s.step_id;
   return h(
     "div",
-    { class: `step step-${s.status.toLowerCase()}`, "data-step": s.step_id, "data-status": s.status },
+    {
+      class: `step step-${s.status.toLowerCase()}${s.step_id === selected ? " selected" : ""}`,
+      "data-step": s.step_id,
+      "data-status": s.status,
+    },
     h(
       "div",
       { class: "step-head" },
       badge(s.status),
-      h("span", { class: "step-id", title: s.step_id }, short),
+      h("a", { class: "step-id", title: s.step_id, href: stepHref(s.plan_id, s.step_id) }, short),
       h("span", { class: "step-type" }, s.type),
-      h("button", { class: "link", "data-log": s.step_id, onclick: () => openLog(s.step_id) }, "log"),
+      h("a", { class: "link", "data-log": s.step_id, href: stepHref(s.plan_id, s.step_id, true) }, "log"),
     ),
     h("div", { class: "step-title" }, s.title),
     h(
@@ -61,7 +70,7 @@ function stepCard(s: Json, openLog: (id: string) => void): HTMLElement {
   );
 }
 
-function tree(steps: Json[], openLog: (id: string) => void): HTMLElement {
+function tree(steps: Json[], selected: string | undefined): HTMLElement {
   const byParent = childrenByParent(steps);
   const branch = (parent: string | null): HTMLElement => {
     const rows = parallelRows(byParent.get(parent) ?? []);
@@ -79,7 +88,7 @@ function tree(steps: Json[], openLog: (id: string) => void): HTMLElement {
             h(
               "div",
               { class: "lane" },
-              stepCard(s, openLog),
+              stepCard(s, selected),
               (byParent.get(s.step_id) ?? []).length ? branch(s.step_id) : null,
             ),
           ),
@@ -90,9 +99,8 @@ function tree(steps: Json[], openLog: (id: string) => void): HTMLElement {
   return branch(null);
 }
 
-export async function planView(el: HTMLElement, planId: string, log: HTMLElement): Promise<void> {
+export async function planView(el: HTMLElement, planId: string, selected?: string): Promise<void> {
   const v = await get(`/api/plans/${encodeURIComponent(planId)}`);
-  const openLog = (id: string) => void showLog(log, id);
   mount(
     el,
     h("h2", {}, badge(v.plan.status), " ", v.plan.goal.split("\n")[0]),
@@ -111,7 +119,7 @@ export async function planView(el: HTMLElement, planId: string, log: HTMLElement
           ]
         : null,
     ),
-    tree(v.steps, openLog),
+    tree(v.steps, selected),
     h("h3", {}, "Deviations"),
     v.deviations.length === 0
       ? h("p", { class: "empty" }, "None.")
@@ -156,9 +164,19 @@ export async function planView(el: HTMLElement, planId: string, log: HTMLElement
   );
 }
 
-export async function showLog(panel: HTMLElement, stepId: string): Promise<void> {
-  panel.hidden = false;
-  mount(panel, h("h3", {}, `Log of ${stepId}`), h("p", { class: "meta" }, "loading…"));
+/**
+ * The log panel of a step. Called again on every live refresh, so lines appear as they are written;
+ * the reader's scroll position in the panel is kept unless they were at its end.
+ */
+export async function showLog(panel: HTMLElement, stepId: string, closeHref: string): Promise<void> {
+  const same = panel.dataset.logOf === stepId && !panel.hidden;
+  if (!same) {
+    panel.hidden = false;
+    panel.dataset.logOf = stepId;
+    mount(panel, h("h3", {}, `Log of ${stepId}`), h("p", { class: "meta" }, "loading…"));
+  }
+  const atEnd = panel.scrollTop + panel.clientHeight >= panel.scrollHeight - 4;
+  const scroll = panel.scrollTop;
   const v = await get(`/api/steps/${encodeURIComponent(stepId)}`);
   mount(
     panel,
@@ -166,7 +184,8 @@ export async function showLog(panel: HTMLElement, stepId: string): Promise<void>
       "div",
       { class: "panel-head" },
       h("h3", {}, `Log of ${stepId}`),
-      h("button", { class: "link", onclick: () => (panel.hidden = true) }, "close"),
+      badge(v.step?.status),
+      h("a", { class: "link", href: closeHref, "data-close-log": "" }, "close"),
     ),
     v.logs.length === 0
       ? h("p", { class: "empty" }, "No log lines.")
@@ -183,4 +202,5 @@ export async function showLog(panel: HTMLElement, stepId: string): Promise<void>
           ),
         ),
   );
+  panel.scrollTop = same && !atEnd ? scroll : panel.scrollHeight;
 }

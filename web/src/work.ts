@@ -27,6 +27,29 @@ export async function runsList(el: HTMLElement, selected?: string): Promise<void
   );
 }
 
+/** Outcomes of a step that never ran its script or a model. */
+const NOT_RUN = new Set([
+  "skipped",
+  "harness_failed",
+  "missing_script",
+  "needs_model",
+  "contract_changed",
+  "review_blocked",
+]);
+
+/** How a step ran: fast path (the saved script alone), a model, or not at all. */
+function ranAs(s: Json): HTMLElement | string {
+  if (s.outcome === null) return "–";
+  if (NOT_RUN.has(s.outcome))
+    return h(
+      "span",
+      { class: "tag not-run", "data-ran-as": "not-run" },
+      s.outcome === "skipped" ? "skipped" : "did not run",
+    );
+  if (s.fast_path) return h("span", { class: "tag fast", "data-ran-as": "fast" }, "fast path");
+  return h("span", { class: "tag model", "data-ran-as": "model" }, "model");
+}
+
 export async function runView(el: HTMLElement, runId: string): Promise<void> {
   const v = await get(`/api/runs/${encodeURIComponent(runId)}`);
   const r = v.run;
@@ -56,15 +79,7 @@ export async function runView(el: HTMLElement, runId: string): Promise<void> {
           { "data-step-run": s.step_id },
           h("td", {}, s.step_id),
           h("td", {}, s.mode),
-          h(
-            "td",
-            {},
-            s.fast_path
-              ? h("span", { class: "tag fast" }, "fast path")
-              : s.outcome === null
-                ? "–"
-                : h("span", { class: "tag model" }, "model"),
-          ),
+          h("td", {}, ranAs(s)),
           h("td", {}, badge(s.outcome ?? "running")),
           h("td", { class: "num" }, String(s.tokens)),
           h("td", { class: "num" }, seconds(s.duration_ms)),
@@ -294,7 +309,7 @@ export async function taskView(el: HTMLElement, taskId: string): Promise<void> {
               h("td", { class: "num" }, r.round),
               h("td", { class: "num" }, r.score ?? "–"),
               h("td", {}, badge(r.dod_passed ? "passed" : "failed")),
-              h("td", { class: "meta" }, JSON.stringify(r)),
+              h("td", { class: "meta wrap" }, JSON.stringify(r)),
             ),
           ),
         ),
