@@ -34,7 +34,16 @@ export interface Dash {
   close(): Promise<void>;
 }
 
-export async function openDashboard(name: string, extraServeArgs: string[] = []): Promise<Dash> {
+export interface DashOptions {
+  /** Extra `ratchet serve` flags. */
+  serveArgs?: string[];
+  /** Environment of the server (a model, say). */
+  env?: Record<string, string>;
+  /** Runs on the workspace before the server starts (a config.json, say). */
+  setup?: (ws: TestWorkspace) => void | Promise<void>;
+}
+
+export async function openDashboard(name: string, opts: DashOptions = {}): Promise<Dash> {
   assertBuilt();
   if (!existsSync(CHROMIUM))
     throw new Error(`${CHROMIUM} is missing: run scripts/ensure-system-deps.sh (npm test does)`);
@@ -42,6 +51,7 @@ export async function openDashboard(name: string, extraServeArgs: string[] = [])
   mkdirSync(artifacts, { recursive: true });
   const ws = await makeWorkspace(`ratchet-${name}-`);
   cpSync(join(ROOT, "examples", "workflows", "hello"), join(ws.dir, "hello"), { recursive: true });
+  await opts.setup?.(ws);
   const server = startRatchet(
     [
       "serve",
@@ -54,9 +64,9 @@ export async function openDashboard(name: string, extraServeArgs: string[] = [])
       join(ws.dir, "runner-out"),
       "--workflow",
       join(ws.dir, "hello"),
-      ...extraServeArgs,
+      ...(opts.serveArgs ?? []),
     ],
-    { cwd: ws.dir, timeoutMs: 600_000 },
+    { cwd: ws.dir, timeoutMs: 600_000, ...(opts.env ? { env: opts.env } : {}) },
   );
   const deadline = Date.now() + 30_000;
   while (!server.stdoutSoFar().includes("\n")) {

@@ -1,6 +1,6 @@
 /**
  * The Ratchet dashboard. Hash routes (`#/plans/<id>[/steps/<step>[/log]]`, `#/runs/<id>`,
- * `#/scripts/<wf>/<step>/<diff>`, `#/runner/<task>`, `#/reasons/<plan>`, `#/why/<project>/<target>`)
+ * `#/scripts/<wf>/<step>/<diff>`, `#/threads/<id>`, `#/runner/<task>`, `#/reasons/<plan>`, `#/why/<project>/<target>`)
  * choose the view; any other route shows a not-found view. `/events` (EventSource) re-renders the
  * view, and the open log, when something changes. It reads only the public HTTP API; the token is
  * used only for writes. Keys: `j`/`k` move through the side list, `/` focuses its search box.
@@ -8,6 +8,7 @@
 import { follow, get, type Json, setToken, token } from "./api.js";
 import { h, mount } from "./dom.js";
 import { plansList, planView, showLog } from "./plans.js";
+import { threadsList, threadView } from "./threads.js";
 import { reasonsView, whyView } from "./why.js";
 import { runsList, runView, tasksList, taskView, workflowsList, workflowView } from "./work.js";
 
@@ -68,6 +69,10 @@ async function render(): Promise<void> {
       await workflowsList(side, a);
       if (a) await workflowView(main, a, b, c, status);
       else mount(main, h("p", { class: "empty" }, "Choose a workflow."));
+    } else if (tab === "threads" && b === undefined) {
+      await threadsList(side, a);
+      if (a) await threadView(main, a, status);
+      else mount(main, h("p", { class: "empty" }, "Choose a thread."));
     } else if (tab === "reasons" && a && b === undefined) {
       await plansList(side, a);
       await reasonsView(main, a);
