@@ -7,6 +7,7 @@
  */
 import { follow, get, type Json, setToken, token } from "./api.js";
 import { h, mount } from "./dom.js";
+import { firstPage, noFilters, onFilterChange } from "./filters.js";
 import { plansList, planView, showLog } from "./plans.js";
 import { threadsList, threadView } from "./threads.js";
 import { reasonsView, whyView } from "./why.js";
@@ -51,12 +52,16 @@ async function render(): Promise<void> {
   for (const link of document.querySelectorAll<HTMLAnchorElement>("nav a"))
     link.classList.toggle("active", link.dataset.tab === tab);
   const side = $("side-list");
+  if (tab !== "plans" && tab !== "runs" && tab !== "reasons") {
+    noFilters(tab);
+    delete side.dataset.serverSearch;
+  }
   const main = $("main");
   const log = $("log");
   let logOf: string | undefined;
   try {
     if (tab === "plans" && (b === undefined || (b === "steps" && c && (d === undefined || d === "log")))) {
-      await plansList(side, a);
+      await plansList(side, a, searchText());
       if (a) {
         await planView(main, a, c);
         if (d === "log" && c) logOf = c;
@@ -74,7 +79,7 @@ async function render(): Promise<void> {
       if (a) await threadView(main, a, status);
       else mount(main, h("p", { class: "empty" }, "Choose a thread."));
     } else if (tab === "reasons" && a && b === undefined) {
-      await plansList(side, a);
+      await plansList(side, a, searchText());
       await reasonsView(main, a);
     } else if (tab === "why" && a && b && c === undefined) {
       await whyView(main, a, b);
@@ -122,8 +127,16 @@ function onEvent(e: Json): void {
   }, 50);
 }
 
-/** Hides the side list's items whose text does not contain the search box's words. */
+function searchText(): string {
+  return ($("search") as HTMLInputElement).value;
+}
+
+/**
+ * Hides the side list's items whose text does not contain the search box's words; a list the
+ * server searches (plans: goal and step titles) is redrawn instead.
+ */
 function applySearch(): void {
+  if ($("side-list").dataset.serverSearch) return;
   const words = ($("search") as HTMLInputElement).value.trim().toLowerCase().split(/\s+/).filter(Boolean);
   for (const li of $("side-list").querySelectorAll<HTMLElement>("ul.list > li")) {
     const text = (li.textContent ?? "").toLowerCase();
@@ -163,7 +176,17 @@ async function start(): Promise<void> {
   const tokenInput = $("token") as HTMLInputElement;
   tokenInput.value = token();
   tokenInput.addEventListener("change", () => setToken(tokenInput.value.trim()));
-  $("search").addEventListener("input", applySearch);
+  let typing: ReturnType<typeof setTimeout> | undefined;
+  $("search").addEventListener("input", () => {
+    applySearch();
+    if (!$("side-list").dataset.serverSearch) return;
+    clearTimeout(typing);
+    typing = setTimeout(() => {
+      firstPage("plans");
+      refresh();
+    }, 150);
+  });
+  onFilterChange(refresh);
   document.addEventListener("keydown", onKey);
   window.addEventListener("hashchange", () => {
     status("");

@@ -1,18 +1,56 @@
 /** Plans: the list, and one plan as a tree with parallel branches, logs, deviations, metrics, skills. */
 import { get, type Json } from "./api.js";
 import { badge, h, mount, seconds, when } from "./dom.js";
+import { dayBound, filterBar, loadMore, pagedItems } from "./filters.js";
 import { childrenByParent, parallelRows } from "./lanes.js";
 
-export async function plansList(el: HTMLElement, selected?: string): Promise<void> {
-  const page = await get("/api/plans?limit=100");
+/** Plan kinds that belong to a workflow or builder run: left out of the list unless asked for. */
+const RUN_KINDS = "workflow_run,builder_run";
+
+/**
+ * The plan list: filters (status, kind, project, created range, runs' plans), the search box's
+ * words (goal or a step title, searched by the server), 50 a page with "load more".
+ */
+export async function plansList(
+  el: HTMLElement,
+  selected: string | undefined,
+  search: string,
+): Promise<void> {
+  const f = filterBar("plans", [
+    {
+      name: "status",
+      label: "status",
+      type: "select",
+      options: ["IN_PROGRESS", "COMPLETED", "FAILED", "ABANDONED"],
+    },
+    { name: "kind", label: "kind", type: "select", options: ["plan", "workflow_run", "builder_run"] },
+    { name: "project", label: "project", type: "text" },
+    { name: "since", label: "from", type: "date" },
+    { name: "until", label: "to", type: "date" },
+    { name: "all", label: "include workflow/builder run plans", type: "check" },
+  ]);
+  const query: Record<string, string> = { limit: "50" };
+  if (f.status) query.status = f.status;
+  if (f.kind) query.kind = f.kind;
+  else if (!f.all) query.exclude_kind = RUN_KINDS;
+  if (f.project) query.project = f.project;
+  const since = dayBound(f.since, false);
+  const until = dayBound(f.until, true);
+  if (since) query.since = since;
+  if (until) query.until = until;
+  if (search.trim()) query.q = search.trim();
+  const { items, next } = await pagedItems("plans", "/api/plans", query);
+  el.dataset.serverSearch = "1";
   mount(
     el,
     h("h2", {}, "Plans"),
-    page.items.length === 0 ? h("p", { class: "empty" }, "No plans yet.") : null,
+    items.length === 0
+      ? h("p", { class: "empty" }, search || Object.keys(f).length ? "No plan matches." : "No plans yet.")
+      : null,
     h(
       "ul",
       { class: "list" },
-      page.items.map((p: Json) =>
+      items.map((p: Json) =>
         h(
           "li",
           { class: p.plan_id === selected ? "selected" : "" },
@@ -27,6 +65,7 @@ export async function plansList(el: HTMLElement, selected?: string): Promise<voi
         ),
       ),
     ),
+    loadMore("plans", next, items.length),
   );
 }
 

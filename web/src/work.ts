@@ -1,17 +1,45 @@
 /** Workflow runs, learned scripts and runner tasks. */
 import { ApiError, get, getText, type Json, post } from "./api.js";
 import { badge, diffView, h, mount, seconds, when } from "./dom.js";
+import { dayBound, filterBar, loadMore, pagedItems } from "./filters.js";
 
+/** The run list: filters (status, workflow, trigger, started range), 50 a page with "load more". */
 export async function runsList(el: HTMLElement, selected?: string): Promise<void> {
-  const page = await get("/api/runs?limit=100");
+  const f = filterBar("runs", [
+    {
+      name: "status",
+      label: "status",
+      type: "select",
+      options: ["running", "passed", "failed", "interrupted", "cancelled"],
+    },
+    { name: "workflow_id", label: "workflow", type: "text" },
+    {
+      name: "trigger",
+      label: "trigger",
+      type: "select",
+      options: ["manual", "schedule", "webhook", "run_saved"],
+    },
+    { name: "since", label: "from", type: "date" },
+    { name: "until", label: "to", type: "date" },
+  ]);
+  const query: Record<string, string> = { limit: "50" };
+  for (const k of ["status", "workflow_id", "trigger"]) if (f[k]) query[k] = f[k]!;
+  const since = dayBound(f.since, false);
+  const until = dayBound(f.until, true);
+  if (since) query.since = since;
+  if (until) query.until = until;
+  const { items, next } = await pagedItems("runs", "/api/runs", query);
+  delete el.dataset.serverSearch;
   mount(
     el,
     h("h2", {}, "Workflow runs"),
-    page.items.length === 0 ? h("p", { class: "empty" }, "No runs yet.") : null,
+    items.length === 0
+      ? h("p", { class: "empty" }, Object.keys(f).length ? "No run matches." : "No runs yet.")
+      : null,
     h(
       "ul",
       { class: "list" },
-      page.items.map((r: Json) =>
+      items.map((r: Json) =>
         h(
           "li",
           { class: r.run_id === selected ? "selected" : "" },
@@ -24,6 +52,7 @@ export async function runsList(el: HTMLElement, selected?: string): Promise<void
         ),
       ),
     ),
+    loadMore("runs", next, items.length),
   );
 }
 
