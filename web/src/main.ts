@@ -68,7 +68,7 @@ async function render(): Promise<void> {
       } else mount(main, h("p", { class: "empty" }, "Choose a plan."));
     } else if (tab === "runs" && b === undefined) {
       await runsList(side, a);
-      if (a) await runView(main, a);
+      if (a) await runView(main, a, status);
       else mount(main, h("p", { class: "empty" }, "Choose a run."));
     } else if (tab === "scripts" && d === undefined) {
       await workflowsList(side, a);

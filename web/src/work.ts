@@ -79,12 +79,27 @@ function ranAs(s: Json): HTMLElement | string {
   return h("span", { class: "tag model", "data-ran-as": "model" }, "model");
 }
 
-export async function runView(el: HTMLElement, runId: string): Promise<void> {
+export async function runView(el: HTMLElement, runId: string, status: (t: string) => void): Promise<void> {
   const v = await get(`/api/runs/${encodeURIComponent(runId)}`);
   const r = v.run;
+  const cancel = async () => {
+    try {
+      const reply = await post(`/api/runs/${encodeURIComponent(runId)}/cancel`, {});
+      status(`cancel: run ${reply.status ?? "cancelled"}`);
+    } catch (e) {
+      status(e instanceof ApiError ? `cancel refused (${e.status}): ${e.message}` : String(e));
+    }
+  };
   mount(
     el,
-    h("h2", {}, badge(r.status), " ", `${r.workflow_id} · ${r.run_id}`),
+    h(
+      "div",
+      { class: "panel-head" },
+      h("h2", { "data-run-id": r.run_id }, badge(r.status), " ", `${r.workflow_id} · ${r.run_id}`),
+      r.status === "running"
+        ? h("button", { "data-action": "cancel-run", onclick: () => void cancel() }, "Cancel run")
+        : null,
+    ),
     h(
       "div",
       { class: "meta" },
@@ -168,9 +183,48 @@ export async function workflowView(
   status: (t: string) => void,
 ): Promise<void> {
   const wf = await get(`/api/workflows/${encodeURIComponent(wfId)}`);
+  const vars = Object.entries((wf.variables ?? {}) as Record<string, Json>);
+  const form = h(
+    "form",
+    { class: "start-form", "data-start-form": "" },
+    vars.map(([name, v]) =>
+      h(
+        "label",
+        { class: "filter", title: v?.description ?? name },
+        `${name} `,
+        h("input", {
+          name: `var-${name}`,
+          "data-var": name,
+          placeholder: v?.default !== undefined ? String(v.default) : name,
+          autocomplete: "off",
+        }),
+      ),
+    ),
+    (wf.groups ?? []).length
+      ? h(
+          "label",
+          { class: "filter" },
+          "group ",
+          h(
+            "select",
+            { "data-group": "" },
+            h("option", { value: "" }, "none"),
+            (wf.groups as string[]).map((g) => h("option", { value: g }, g)),
+          ),
+        )
+      : null,
+  );
   const start = async () => {
+    const chosen: Record<string, string> = {};
+    for (const input of form.querySelectorAll<HTMLInputElement>("input[data-var]"))
+      if (input.value.trim() !== "") chosen[input.dataset.var!] = input.value.trim();
+    const group = form.querySelector<HTMLSelectElement>("select[data-group]")?.value ?? "";
     try {
-      const r = await post("/api/runs", { workflow: wf.workflow_path });
+      const r = await post("/api/runs", {
+        workflow: wf.workflow_path,
+        ...(Object.keys(chosen).length ? { vars: chosen } : {}),
+        ...(group ? { group } : {}),
+      });
       location.hash = `#/runs/${r.run_id}`;
     } catch (e) {
       status(e instanceof ApiError ? `start refused (${e.status}): ${e.message}` : String(e));
@@ -184,6 +238,7 @@ export async function workflowView(
       h("button", { onclick: start, "data-action": "start-run" }, "Start run"),
     ),
     h("div", { class: "meta" }, wf.workflow_path),
+    vars.length || (wf.groups ?? []).length ? h("div", {}, h("h3", {}, "Start with"), form) : null,
     h(
       "table",
       {},
