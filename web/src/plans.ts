@@ -3,6 +3,7 @@ import { get, type Json } from "./api.js";
 import { badge, h, mount, seconds, when } from "./dom.js";
 import { dayBound, filterBar, loadMore, pagedItems } from "./filters.js";
 import { childrenByParent, parallelRows } from "./lanes.js";
+import { timeline } from "./timeline.js";
 
 /** Plan kinds that belong to a workflow or builder run: left out of the list unless asked for. */
 const RUN_KINDS = "workflow_run,builder_run";
@@ -159,6 +160,8 @@ export async function planView(el: HTMLElement, planId: string, selected?: strin
         : null,
     ),
     tree(v.steps, selected),
+    h("h3", {}, "Timeline"),
+    timeline(v.steps, (st: Json) => stepHref(v.plan.plan_id, st.step_id)),
     h("h3", {}, "Deviations"),
     v.deviations.length === 0
       ? h("p", { class: "empty" }, "None.")
