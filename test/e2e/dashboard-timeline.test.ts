@@ -32,7 +32,7 @@ describe("dashboard timeline", () => {
         { title: "Later", type: "TEST" },
       ],
     });
-    const [left, right, later] = pub.marker.step_ids as string[];
+    const [left, right, later] = pub.marker.step_ids as [string, string, string];
     await ok("/api/flows/start-step", { step_id: left });
     await ok("/api/flows/start-step", { step_id: right });
     await ok("/api/flows/complete-step", { step_id: left, summary: "ok" });
