@@ -71,5 +71,6 @@ await build({
 });
 copyFileSync("web/index.html", `${webNext}/index.html`);
 copyFileSync("web/app.css", `${webNext}/app.css`);
+copyFileSync("web/favicon.svg", `${webNext}/favicon.svg`);
 rmSync("dist/web", { recursive: true, force: true });
 renameSync(webNext, "dist/web");

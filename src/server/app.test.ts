@@ -253,7 +253,8 @@ describe("reads", () => {
     const documented = Object.keys(doc.paths).map((p) => p.replace(/\{(\w+)\}/g, ":$1"));
     for (const r of fx.app.routes) {
       if (r.method === "ALL" && r.path === "/*") continue;
-      if (["/", "/index.html", "/app.js", "/app.css"].includes(r.path)) continue;
+      if (["/", "/index.html", "/app.js", "/app.css", "/favicon.svg", "/favicon.ico"].includes(r.path))
+        continue;
       const path = r.path === "/api/flows/:op" ? "/api/flows/publish-plan" : r.path;
       if (r.path === "/mcp" || documented.includes(path)) continue;
       throw new Error(`route ${r.method} ${r.path} is not in /openapi.json`);

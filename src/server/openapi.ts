@@ -51,7 +51,19 @@ export function openApiDocument(extraPaths: Record<string, unknown> = {}): Recor
     "/api/health": get("liveness and the newest event id"),
     "/api/plans": get(
       "plans, newest first",
-      [q("status", "plan status"), q("kind", "plan kind"), ...paging],
+      [
+        q("status", "plan status"),
+        q("kind", "plan kind"),
+        q(
+          "exclude_kind",
+          "plan kinds to leave out, comma-separated (the dashboard: workflow_run,builder_run)",
+        ),
+        q("project", "project id"),
+        q("since", "created at or after (ISO time)"),
+        q("until", "created before (ISO time)"),
+        q("q", "words that must all occur in the goal or in one step title (at most 8, 200 characters)"),
+        ...paging,
+      ],
       json(ref("Page")),
     ),
     "/api/plans/{planId}": get("a plan: steps in tree order with logs, deviations, metrics, skills", [
@@ -70,7 +82,14 @@ export function openApiDocument(extraPaths: Record<string, unknown> = {}): Recor
     "/api/runs": {
       ...get(
         "workflow runs, newest first",
-        [q("workflow_id", "workflow"), q("status", "run status"), ...paging],
+        [
+          q("workflow_id", "workflow"),
+          q("status", "run status"),
+          q("trigger", "manual, schedule, webhook or run_saved"),
+          q("since", "started at or after (ISO time)"),
+          q("until", "started before (ISO time)"),
+          ...paging,
+        ],
         json(ref("Page")),
       ),
       post: {

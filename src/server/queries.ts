@@ -5,7 +5,7 @@
  * store of a thousand rows and of a million (bench/server.mjs measures it).
  */
 import type { Statement } from "better-sqlite3";
-import { type MetricRow, runStoreOf, type SqliteStore } from "../store/index.js";
+import { type MetricRow, type PlanRow, runStoreOf, type SqliteStore } from "../store/index.js";
 import type { WorkflowRunRow } from "../workflow/index.js";
 
 export class ServerQueries {
@@ -21,10 +21,62 @@ export class ServerQueries {
     return s;
   }
 
+  /**
+   * Plans, newest first, after the cursor `(created_at, plan_id)`, for the dashboard's filtered
+   * list: status, kind (or kinds left out), project, a created-at range `[since, until)`, and words
+   * that must all occur in the goal or in one step title (case-insensitive `LIKE`; it scans the
+   * rows the other filters leave, so it is the one filter whose cost grows with the store).
+   */
+  plans(q: {
+    status?: string;
+    kind?: string;
+    excludeKinds?: readonly string[];
+    project?: string;
+    since?: string;
+    until?: string;
+    words?: readonly string[];
+    before?: { created_at: string; plan_id: string };
+    limit: number;
+  }): PlanRow[] {
+    const where: string[] = [];
+    const args: Record<string, unknown> = { limit: q.limit };
+    if (q.status !== undefined) where.push("status = @status");
+    if (q.kind !== undefined) where.push("kind = @kind");
+    (q.excludeKinds ?? []).forEach((k, i) => {
+      where.push(`kind <> @xk${i}`);
+      args[`xk${i}`] = k;
+    });
+    if (q.project !== undefined) where.push("project = @project");
+    if (q.since !== undefined) where.push("created_at >= @since");
+    if (q.until !== undefined) where.push("created_at < @until");
+    (q.words ?? []).forEach((w, i) => {
+      where.push(
+        `(goal LIKE @w${i} ESCAPE '\\' OR EXISTS (SELECT 1 FROM steps s WHERE s.plan_id = plans.plan_id AND s.title LIKE @w${i} ESCAPE '\\'))`,
+      );
+      args[`w${i}`] = `%${w.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    });
+    if (q.before) where.push("(created_at < @bc OR (created_at = @bc AND plan_id < @bp))");
+    return this.#sql(
+      `SELECT * FROM plans ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, plan_id DESC LIMIT @limit`,
+    ).all({
+      ...args,
+      status: q.status,
+      kind: q.kind,
+      project: q.project,
+      since: q.since,
+      until: q.until,
+      bc: q.before?.created_at,
+      bp: q.before?.plan_id,
+    }) as PlanRow[];
+  }
+
   /** Runs, newest first, after the cursor `(started_at, run_id)` (the runs area of the store). */
   runs(q: {
     workflowId?: string;
     status?: string;
+    trigger?: string;
+    since?: string;
+    until?: string;
     before?: { started_at: string; run_id: string };
     limit: number;
   }): WorkflowRunRow[] {

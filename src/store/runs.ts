@@ -103,6 +103,12 @@ export interface StepFinish {
 export interface RunQuery {
   workflowId?: string;
   status?: string;
+  /** What started the run (`manual`, `schedule`, …). */
+  trigger?: string;
+  /** Only runs started at or after this ISO time. */
+  since?: string;
+  /** Only runs started before this ISO time. */
+  until?: string;
   /** Only runs older than this cursor (keyset pagination by started_at, run_id). */
   before?: { started_at: string; run_id: string };
   limit?: number;
@@ -395,6 +401,18 @@ export abstract class SqlRunStore implements RunStore {
     if (q.status !== undefined) {
       where.push("status = ?");
       params.push(q.status);
+    }
+    if (q.trigger !== undefined) {
+      where.push("trigger = ?");
+      params.push(q.trigger);
+    }
+    if (q.since !== undefined) {
+      where.push("started_at >= ?");
+      params.push(q.since);
+    }
+    if (q.until !== undefined) {
+      where.push("started_at < ?");
+      params.push(q.until);
     }
     if (q.before) {
       where.push("(started_at < ? OR (started_at = ? AND run_id < ?))");

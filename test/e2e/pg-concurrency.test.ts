@@ -12,6 +12,7 @@
 import { readdirSync, rmSync, writeFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { PgStore } from "../../src/store/index.js";
+import { PG_MIGRATIONS } from "../../src/store/postgres/migrations.js";
 import { type PgCluster, pgAvailable, startPgCluster } from "../harness/pg.js";
 import {
   assertBuilt,
@@ -423,7 +424,10 @@ describe.runIf(pgAvailable())("choosing PostgreSQL", () => {
       ),
     );
     for (const r of results) expect(r.status, r.stderr).toBe(0);
-    expect(rows(url, "SELECT id, name FROM schema_migrations")).toEqual([{ id: 1, name: "ledger" }]);
+    // Every migration recorded exactly once, in order.
+    expect(rows(url, "SELECT id, name FROM schema_migrations ORDER BY id")).toEqual(
+      PG_MIGRATIONS.map((m) => ({ id: m.id, name: m.name })),
+    );
     expect(rows(url, "SELECT COUNT(*) AS n FROM plans")).toEqual([{ n: 6 }]);
   });
 

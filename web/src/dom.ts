@@ -31,9 +31,36 @@ export function mount(el: Element, ...children: (Child | Child[])[]): void {
   }
 }
 
+/**
+ * The tone of a status or outcome: `bad` for every failure (any `*_failed`, refusals, blocks, a
+ * missing script or model, a changed contract, timeouts), `ok`, `run`, `wait`, or neutral.
+ */
+export function tone(status: string): "ok" | "bad" | "run" | "wait" | "none" {
+  const s = status.toLowerCase();
+  if (
+    /fail|error|refused|denied|interrupt|blocked|missing|needs_model|contract_changed|timed_out|timeout|expired|stuck/.test(
+      s,
+    )
+  )
+    return "bad";
+  if (/^(passed|completed|approved|ok|done|succeeded)$/.test(s)) return "ok";
+  if (/^(in_progress|running|started|active)$/.test(s)) return "run";
+  if (/review|waiting|awaiting|pending_approval|paused/.test(s)) return "wait";
+  return "none";
+}
+
 export function badge(status: string | null | undefined): HTMLElement {
   const s = (status ?? "unknown").toString();
-  return h("span", { class: `badge badge-${s.toLowerCase().replace(/[^a-z_]/g, "")}`, "data-status": s }, s);
+  const t = tone(s);
+  return h(
+    "span",
+    {
+      class: `badge badge-${s.toLowerCase().replace(/[^a-z_]/g, "")} tone-${t}`,
+      "data-status": s,
+      "data-tone": t,
+    },
+    t === "bad" ? `✕ ${s.replace(/_/g, " ")}` : s.replace(/_/g, " "),
+  );
 }
 
 export function seconds(ms: number | null | undefined): string {

@@ -1,18 +1,57 @@
 /** Plans: the list, and one plan as a tree with parallel branches, logs, deviations, metrics, skills. */
 import { get, type Json } from "./api.js";
 import { badge, h, mount, seconds, when } from "./dom.js";
+import { dayBound, filterBar, loadMore, pagedItems } from "./filters.js";
 import { childrenByParent, parallelRows } from "./lanes.js";
+import { timeline } from "./timeline.js";
 
-export async function plansList(el: HTMLElement, selected?: string): Promise<void> {
-  const page = await get("/api/plans?limit=100");
+/** Plan kinds that belong to a workflow or builder run: left out of the list unless asked for. */
+const RUN_KINDS = "workflow_run,builder_run";
+
+/**
+ * The plan list: filters (status, kind, project, created range, runs' plans), the search box's
+ * words (goal or a step title, searched by the server), 50 a page with "load more".
+ */
+export async function plansList(
+  el: HTMLElement,
+  selected: string | undefined,
+  search: string,
+): Promise<void> {
+  const f = filterBar("plans", [
+    {
+      name: "status",
+      label: "status",
+      type: "select",
+      options: ["IN_PROGRESS", "COMPLETED", "FAILED", "ABANDONED"],
+    },
+    { name: "kind", label: "kind", type: "select", options: ["plan", "workflow_run", "builder_run"] },
+    { name: "project", label: "project", type: "text" },
+    { name: "since", label: "from", type: "date" },
+    { name: "until", label: "to", type: "date" },
+    { name: "all", label: "include workflow/builder run plans", type: "check" },
+  ]);
+  const query: Record<string, string> = { limit: "50" };
+  if (f.status) query.status = f.status;
+  if (f.kind) query.kind = f.kind;
+  else if (!f.all) query.exclude_kind = RUN_KINDS;
+  if (f.project) query.project = f.project;
+  const since = dayBound(f.since, false);
+  const until = dayBound(f.until, true);
+  if (since) query.since = since;
+  if (until) query.until = until;
+  if (search.trim()) query.q = search.trim();
+  const { items, next } = await pagedItems("plans", "/api/plans", query);
+  el.dataset.serverSearch = "1";
   mount(
     el,
     h("h2", {}, "Plans"),
-    page.items.length === 0 ? h("p", { class: "empty" }, "No plans yet.") : null,
+    items.length === 0
+      ? h("p", { class: "empty" }, search || Object.keys(f).length ? "No plan matches." : "No plans yet.")
+      : null,
     h(
       "ul",
       { class: "list" },
-      page.items.map((p: Json) =>
+      items.map((p: Json) =>
         h(
           "li",
           { class: p.plan_id === selected ? "selected" : "" },
@@ -27,21 +66,31 @@ export async function plansList(el: HTMLElement, selected?: string): Promise<voi
         ),
       ),
     ),
+    loadMore("plans", next, items.length),
   );
 }
 
-function stepCard(s: Json, openLog: (id: string) => void): HTMLElement {
+/** The address of a step of a plan (and of its log). */
+export function stepHref(planId: string, stepId: string, log = false): string {
+  return `#/plans/${encodeURIComponent(planId)}/steps/${encodeURIComponent(stepId)}${log ? "/log" : ""}`;
+}
+
+function stepCard(s: Json, selected: string | undefined): HTMLElement {
   const short = s.step_id.startsWith(`${s.plan_id}-`) ? s.step_id.slice(s.plan_id.length + 1) : s.step_id;
   return h(
     "div",
-    { class: `step step-${s.status.toLowerCase()}`, "data-step": s.step_id, "data-status": s.status },
+    {
+      class: `step step-${s.status.toLowerCase()}${s.step_id === selected ? " selected" : ""}`,
+      "data-step": s.step_id,
+      "data-status": s.status,
+    },
     h(
       "div",
       { class: "step-head" },
       badge(s.status),
-      h("span", { class: "step-id", title: s.step_id }, short),
+      h("a", { class: "step-id", title: s.step_id, href: stepHref(s.plan_id, s.step_id) }, short),
       h("span", { class: "step-type" }, s.type),
-      h("button", { class: "link", "data-log": s.step_id, onclick: () => openLog(s.step_id) }, "log"),
+      h("a", { class: "link", "data-log": s.step_id, href: stepHref(s.plan_id, s.step_id, true) }, "log"),
     ),
     h("div", { class: "step-title" }, s.title),
     h(
@@ -61,7 +110,7 @@ function stepCard(s: Json, openLog: (id: string) => void): HTMLElement {
   );
 }
 
-function tree(steps: Json[], openLog: (id: string) => void): HTMLElement {
+function tree(steps: Json[], selected: string | undefined): HTMLElement {
   const byParent = childrenByParent(steps);
   const branch = (parent: string | null): HTMLElement => {
     const rows = parallelRows(byParent.get(parent) ?? []);
@@ -79,7 +128,7 @@ function tree(steps: Json[], openLog: (id: string) => void): HTMLElement {
             h(
               "div",
               { class: "lane" },
-              stepCard(s, openLog),
+              stepCard(s, selected),
               (byParent.get(s.step_id) ?? []).length ? branch(s.step_id) : null,
             ),
           ),
@@ -90,9 +139,8 @@ function tree(steps: Json[], openLog: (id: string) => void): HTMLElement {
   return branch(null);
 }
 
-export async function planView(el: HTMLElement, planId: string, log: HTMLElement): Promise<void> {
+export async function planView(el: HTMLElement, planId: string, selected?: string): Promise<void> {
   const v = await get(`/api/plans/${encodeURIComponent(planId)}`);
-  const openLog = (id: string) => void showLog(log, id);
   mount(
     el,
     h("h2", {}, badge(v.plan.status), " ", v.plan.goal.split("\n")[0]),
@@ -111,7 +159,9 @@ export async function planView(el: HTMLElement, planId: string, log: HTMLElement
           ]
         : null,
     ),
-    tree(v.steps, openLog),
+    tree(v.steps, selected),
+    h("h3", {}, "Timeline"),
+    timeline(v.steps, (st: Json) => stepHref(v.plan.plan_id, st.step_id)),
     h("h3", {}, "Deviations"),
     v.deviations.length === 0
       ? h("p", { class: "empty" }, "None.")
@@ -156,9 +206,19 @@ export async function planView(el: HTMLElement, planId: string, log: HTMLElement
   );
 }
 
-export async function showLog(panel: HTMLElement, stepId: string): Promise<void> {
-  panel.hidden = false;
-  mount(panel, h("h3", {}, `Log of ${stepId}`), h("p", { class: "meta" }, "loading…"));
+/**
+ * The log panel of a step. Called again on every live refresh, so lines appear as they are written;
+ * the reader's scroll position in the panel is kept unless they were at its end.
+ */
+export async function showLog(panel: HTMLElement, stepId: string, closeHref: string): Promise<void> {
+  const same = panel.dataset.logOf === stepId && !panel.hidden;
+  if (!same) {
+    panel.hidden = false;
+    panel.dataset.logOf = stepId;
+    mount(panel, h("h3", {}, `Log of ${stepId}`), h("p", { class: "meta" }, "loading…"));
+  }
+  const atEnd = panel.scrollTop + panel.clientHeight >= panel.scrollHeight - 4;
+  const scroll = panel.scrollTop;
   const v = await get(`/api/steps/${encodeURIComponent(stepId)}`);
   mount(
     panel,
@@ -166,7 +226,8 @@ export async function showLog(panel: HTMLElement, stepId: string): Promise<void>
       "div",
       { class: "panel-head" },
       h("h3", {}, `Log of ${stepId}`),
-      h("button", { class: "link", onclick: () => (panel.hidden = true) }, "close"),
+      badge(v.step?.status),
+      h("a", { class: "link", href: closeHref, "data-close-log": "" }, "close"),
     ),
     v.logs.length === 0
       ? h("p", { class: "empty" }, "No log lines.")
@@ -183,4 +244,5 @@ export async function showLog(panel: HTMLElement, stepId: string): Promise<void>
           ),
         ),
   );
+  panel.scrollTop = same && !atEnd ? scroll : panel.scrollHeight;
 }

@@ -1,17 +1,45 @@
 /** Workflow runs, learned scripts and runner tasks. */
 import { ApiError, get, getText, type Json, post } from "./api.js";
 import { badge, diffView, h, mount, seconds, when } from "./dom.js";
+import { dayBound, filterBar, loadMore, pagedItems } from "./filters.js";
 
+/** The run list: filters (status, workflow, trigger, started range), 50 a page with "load more". */
 export async function runsList(el: HTMLElement, selected?: string): Promise<void> {
-  const page = await get("/api/runs?limit=100");
+  const f = filterBar("runs", [
+    {
+      name: "status",
+      label: "status",
+      type: "select",
+      options: ["running", "passed", "failed", "interrupted", "cancelled"],
+    },
+    { name: "workflow_id", label: "workflow", type: "text" },
+    {
+      name: "trigger",
+      label: "trigger",
+      type: "select",
+      options: ["manual", "schedule", "webhook", "run_saved"],
+    },
+    { name: "since", label: "from", type: "date" },
+    { name: "until", label: "to", type: "date" },
+  ]);
+  const query: Record<string, string> = { limit: "50" };
+  for (const k of ["status", "workflow_id", "trigger"]) if (f[k]) query[k] = f[k]!;
+  const since = dayBound(f.since, false);
+  const until = dayBound(f.until, true);
+  if (since) query.since = since;
+  if (until) query.until = until;
+  const { items, next } = await pagedItems("runs", "/api/runs", query);
+  delete el.dataset.serverSearch;
   mount(
     el,
     h("h2", {}, "Workflow runs"),
-    page.items.length === 0 ? h("p", { class: "empty" }, "No runs yet.") : null,
+    items.length === 0
+      ? h("p", { class: "empty" }, Object.keys(f).length ? "No run matches." : "No runs yet.")
+      : null,
     h(
       "ul",
       { class: "list" },
-      page.items.map((r: Json) =>
+      items.map((r: Json) =>
         h(
           "li",
           { class: r.run_id === selected ? "selected" : "" },
@@ -24,15 +52,54 @@ export async function runsList(el: HTMLElement, selected?: string): Promise<void
         ),
       ),
     ),
+    loadMore("runs", next, items.length),
   );
 }
 
-export async function runView(el: HTMLElement, runId: string): Promise<void> {
+/** Outcomes of a step that never ran its script or a model. */
+const NOT_RUN = new Set([
+  "skipped",
+  "harness_failed",
+  "missing_script",
+  "needs_model",
+  "contract_changed",
+  "review_blocked",
+]);
+
+/** How a step ran: fast path (the saved script alone), a model, or not at all. */
+function ranAs(s: Json): HTMLElement | string {
+  if (s.outcome === null) return "–";
+  if (NOT_RUN.has(s.outcome))
+    return h(
+      "span",
+      { class: "tag not-run", "data-ran-as": "not-run" },
+      s.outcome === "skipped" ? "skipped" : "did not run",
+    );
+  if (s.fast_path) return h("span", { class: "tag fast", "data-ran-as": "fast" }, "fast path");
+  return h("span", { class: "tag model", "data-ran-as": "model" }, "model");
+}
+
+export async function runView(el: HTMLElement, runId: string, status: (t: string) => void): Promise<void> {
   const v = await get(`/api/runs/${encodeURIComponent(runId)}`);
   const r = v.run;
+  const cancel = async () => {
+    try {
+      const reply = await post(`/api/runs/${encodeURIComponent(runId)}/cancel`, {});
+      status(`cancel: run ${reply.status ?? "cancelled"}`);
+    } catch (e) {
+      status(e instanceof ApiError ? `cancel refused (${e.status}): ${e.message}` : String(e));
+    }
+  };
   mount(
     el,
-    h("h2", {}, badge(r.status), " ", `${r.workflow_id} · ${r.run_id}`),
+    h(
+      "div",
+      { class: "panel-head" },
+      h("h2", { "data-run-id": r.run_id }, badge(r.status), " ", `${r.workflow_id} · ${r.run_id}`),
+      r.status === "running"
+        ? h("button", { "data-action": "cancel-run", onclick: () => void cancel() }, "Cancel run")
+        : null,
+    ),
     h(
       "div",
       { class: "meta" },
@@ -56,15 +123,7 @@ export async function runView(el: HTMLElement, runId: string): Promise<void> {
           { "data-step-run": s.step_id },
           h("td", {}, s.step_id),
           h("td", {}, s.mode),
-          h(
-            "td",
-            {},
-            s.fast_path
-              ? h("span", { class: "tag fast" }, "fast path")
-              : s.outcome === null
-                ? "–"
-                : h("span", { class: "tag model" }, "model"),
-          ),
+          h("td", {}, ranAs(s)),
           h("td", {}, badge(s.outcome ?? "running")),
           h("td", { class: "num" }, String(s.tokens)),
           h("td", { class: "num" }, seconds(s.duration_ms)),
@@ -124,9 +183,48 @@ export async function workflowView(
   status: (t: string) => void,
 ): Promise<void> {
   const wf = await get(`/api/workflows/${encodeURIComponent(wfId)}`);
+  const vars = Object.entries((wf.variables ?? {}) as Record<string, Json>);
+  const form = h(
+    "form",
+    { class: "start-form", "data-start-form": "" },
+    vars.map(([name, v]) =>
+      h(
+        "label",
+        { class: "filter", title: v?.description ?? name },
+        `${name} `,
+        h("input", {
+          name: `var-${name}`,
+          "data-var": name,
+          placeholder: v?.default !== undefined ? String(v.default) : name,
+          autocomplete: "off",
+        }),
+      ),
+    ),
+    (wf.groups ?? []).length
+      ? h(
+          "label",
+          { class: "filter" },
+          "group ",
+          h(
+            "select",
+            { "data-group": "" },
+            h("option", { value: "" }, "none"),
+            (wf.groups as string[]).map((g) => h("option", { value: g }, g)),
+          ),
+        )
+      : null,
+  );
   const start = async () => {
+    const chosen: Record<string, string> = {};
+    for (const input of form.querySelectorAll<HTMLInputElement>("input[data-var]"))
+      if (input.value.trim() !== "") chosen[input.dataset.var!] = input.value.trim();
+    const group = form.querySelector<HTMLSelectElement>("select[data-group]")?.value ?? "";
     try {
-      const r = await post("/api/runs", { workflow: wf.workflow_path });
+      const r = await post("/api/runs", {
+        workflow: wf.workflow_path,
+        ...(Object.keys(chosen).length ? { vars: chosen } : {}),
+        ...(group ? { group } : {}),
+      });
       location.hash = `#/runs/${r.run_id}`;
     } catch (e) {
       status(e instanceof ApiError ? `start refused (${e.status}): ${e.message}` : String(e));
@@ -140,6 +238,7 @@ export async function workflowView(
       h("button", { onclick: start, "data-action": "start-run" }, "Start run"),
     ),
     h("div", { class: "meta" }, wf.workflow_path),
+    vars.length || (wf.groups ?? []).length ? h("div", {}, h("h3", {}, "Start with"), form) : null,
     h(
       "table",
       {},
@@ -294,7 +393,7 @@ export async function taskView(el: HTMLElement, taskId: string): Promise<void> {
               h("td", { class: "num" }, r.round),
               h("td", { class: "num" }, r.score ?? "–"),
               h("td", {}, badge(r.dod_passed ? "passed" : "failed")),
-              h("td", { class: "meta" }, JSON.stringify(r)),
+              h("td", { class: "meta wrap" }, JSON.stringify(r)),
             ),
           ),
         ),

@@ -56,16 +56,78 @@ export function plansPage(
   return page(rows, limit, (p) => [p.created_at, p.plan_id]);
 }
 
+/** An ISO time from a query parameter, normalised; @throws `usage` naming the field. */
+export function timeParam(name: string, raw: unknown): string | undefined {
+  const v = stringParam(name, raw);
+  if (v === undefined) return undefined;
+  const t = Date.parse(v);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(v) || Number.isNaN(t))
+    throw new RatchetError(
+      ErrorCode.Usage,
+      `${name} must be an ISO date or time (got ${JSON.stringify(v)})`,
+      {
+        field: name,
+      },
+    );
+  return new Date(t).toISOString();
+}
+
+/** Search words of `q`: at most 8, at most 200 characters in all; @throws `usage` naming `q`. */
+export function searchWords(raw: unknown): string[] | undefined {
+  const v = stringParam("q", raw);
+  if (v === undefined) return undefined;
+  if (v.length > 200)
+    throw new RatchetError(ErrorCode.Usage, `q must be at most 200 characters (got ${v.length})`, {
+      field: "q",
+    });
+  const words = v.trim().split(/\s+/).filter(Boolean);
+  if (words.length > 8)
+    throw new RatchetError(ErrorCode.Usage, `q must have at most 8 words (got ${words.length})`, {
+      field: "q",
+    });
+  return words.length ? words : undefined;
+}
+
+/**
+ * The dashboard's plan list (`GET /api/plans`): {@link plansPage}'s `limit`, `status`, `kind` and
+ * `cursor`, plus `project`, `exclude_kind` (comma-separated), `since`/`until` (created-at range) and
+ * `q` (words in the goal or a step title). @throws `usage` naming the field.
+ */
+export function plansListPage(q: ServerQueries, raw: Record<string, string | undefined>): Page<PlanRow> {
+  const { limit, status } = planListFilter(raw);
+  const kind = stringParam("kind", raw.kind);
+  const exclude = stringParam("exclude_kind", raw.exclude_kind)
+    ?.split(",")
+    .map((k) => k.trim())
+    .filter(Boolean);
+  const project = stringParam("project", raw.project);
+  const since = timeParam("since", raw.since);
+  const until = timeParam("until", raw.until);
+  const words = searchWords(raw.q);
+  const cur = decodeCursor(stringParam("cursor", raw.cursor), 2);
+  const rows = q.plans({
+    limit: limit + 1,
+    ...(status ? { status } : {}),
+    ...(kind ? { kind } : {}),
+    ...(exclude?.length ? { excludeKinds: exclude } : {}),
+    ...(project ? { project } : {}),
+    ...(since ? { since } : {}),
+    ...(until ? { until } : {}),
+    ...(words ? { words } : {}),
+    ...(cur ? { before: { created_at: String(cur[0]), plan_id: String(cur[1]) } } : {}),
+  });
+  return page(rows, limit, (p) => [p.created_at, p.plan_id]);
+}
+
 export const ledgerRoutes: RouteGroup = (app, { ctx, write }) => {
   const q = new ServerQueries(ctx.store);
 
   app.get("/api/health", (c) => c.json({ ok: true, last_event_id: ctx.store.lastEventId() }));
 
   app.get("/api/plans", (c) => {
-    const q = (k: string) => c.req.query(k);
-    return c.json(
-      plansPage(ctx.store, { limit: q("limit"), status: q("status"), kind: q("kind"), cursor: q("cursor") }),
-    );
+    const v = (k: string) => c.req.query(k);
+    const keys = ["limit", "status", "kind", "cursor", "project", "exclude_kind", "since", "until", "q"];
+    return c.json(plansListPage(q, Object.fromEntries(keys.map((k) => [k, v(k)]))));
   });
 
   app.get("/api/plans/:planId", (c) => {

@@ -25,6 +25,7 @@ import type { ServerContext } from "../context.js";
 import { decodeCursor, oneOfParam, type Page, page, pageSize, readJsonBody, stringParam } from "../http.js";
 import { ServerQueries } from "../queries.js";
 import { openWorkflowAt } from "../workflow-files.js";
+import { timeParam } from "./ledger.js";
 
 /** The body of `POST /api/runs`. */
 export interface StartRunBody {
@@ -160,9 +161,20 @@ export async function startRun(
  */
 export function runsPage(
   q: ServerQueries,
-  raw: { limit?: unknown; status?: unknown; workflow_id?: unknown; cursor?: unknown },
+  raw: {
+    limit?: unknown;
+    status?: unknown;
+    workflow_id?: unknown;
+    cursor?: unknown;
+    trigger?: unknown;
+    since?: unknown;
+    until?: unknown;
+  },
 ): Page<WorkflowRunRow> {
   const limit = pageSize(raw.limit);
+  const trigger = stringParam("trigger", raw.trigger);
+  const since = timeParam("since", raw.since);
+  const until = timeParam("until", raw.until);
   const status = oneOfParam("status", raw.status, Object.values(RunStatus));
   const workflowId = stringParam("workflow_id", raw.workflow_id);
   const cur = decodeCursor(stringParam("cursor", raw.cursor), 2);
@@ -170,6 +182,9 @@ export function runsPage(
     limit: limit + 1,
     ...(status ? { status } : {}),
     ...(workflowId ? { workflowId } : {}),
+    ...(trigger ? { trigger } : {}),
+    ...(since ? { since } : {}),
+    ...(until ? { until } : {}),
     ...(cur ? { before: { started_at: String(cur[0]), run_id: String(cur[1]) } } : {}),
   });
   return page(rows, limit, (r) => [r.started_at, r.run_id]);
@@ -186,6 +201,9 @@ export const runRoutes: RouteGroup = (app, { ctx, write }) => {
         status: v("status"),
         workflow_id: v("workflow_id"),
         cursor: v("cursor"),
+        trigger: v("trigger"),
+        since: v("since"),
+        until: v("until"),
       }),
     );
   });

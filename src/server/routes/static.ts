@@ -12,6 +12,7 @@ const FILES: Record<string, string> = {
   "index.html": "text/html; charset=utf-8",
   "app.js": "text/javascript; charset=utf-8",
   "app.css": "text/css; charset=utf-8",
+  "favicon.svg": "image/svg+xml",
 };
 
 /** The folder of the built dashboard: beside the bundle, or `dist/web` from the sources. */
@@ -44,4 +45,6 @@ export const staticRoutes: RouteGroup = (app) => {
   };
   app.get("/", serve("index.html"));
   for (const name of Object.keys(FILES)) app.get(`/${name}`, serve(name));
+  // Browsers ask for /favicon.ico whatever the page links: send them to the icon there is.
+  app.get("/favicon.ico", (c) => c.redirect("/favicon.svg", 301));
 };

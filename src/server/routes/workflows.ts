@@ -141,6 +141,9 @@ export const workflowRoutes: RouteGroup = (app, { ctx }) => {
       workflow_id: wf.id,
       workflow_path: wf.source,
       description: wf.description ?? null,
+      // For the dashboard's start form: each variable's default and description, and the groups.
+      variables: wf.variables,
+      groups: Object.keys(wf.groups),
       steps,
     });
   });
