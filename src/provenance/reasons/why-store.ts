@@ -7,34 +7,13 @@
  */
 import type { SqliteDb } from "../../store/index.js";
 import { insertChained, insertRow } from "../rows.js";
+import type { ReasonRow as StoredReasonRow } from "./store.js";
 
 export type Role = "reason" | "rejected_path" | "constraint";
 export type Moment = "plan" | "edit" | "close" | "why";
 
-/** One `prov_change_reasons` row. */
-export interface ReasonRow {
-  id: number;
-  project: string;
-  node_key: string | null;
-  run_id: number | null;
-  plan_id: string;
-  step_id: string | null;
-  kind: string;
-  role: Role;
-  verbatim_utterance_id: number | null;
-  verbatim_start: number | null;
-  verbatim_end: number | null;
-  interpretation: string | null;
-  statement: string | null;
-  rationale: string | null;
-  state: string;
-  superseded_by: number | null;
-  occurred_at: string;
-  recorded_at: string;
-  recorded_by: string;
-  tier: string;
-  rule_id: string | null;
-}
+/** One `prov_change_reasons` row (the reasons area's row type, with its role narrowed). */
+export type ReasonRow = Omit<StoredReasonRow, "role"> & { role: Role };
 
 export interface UtteranceRow {
   id: number;
