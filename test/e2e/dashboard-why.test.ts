@@ -5,41 +5,26 @@
  * test-artifacts/dashboard/.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  assertBuilt,
-  makeWorkspace,
-  ROOT,
-  type RunningCli,
-  startRatchet,
-  type TestWorkspace,
-} from "../helpers/cli.js";
+import type { TestWorkspace } from "../helpers/cli.js";
+import { type Dash, openDashboard } from "../web/browser.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = join(ROOT, "test-artifacts", "dashboard");
 const LOAD = "nk_34676ea5f1d4";
 const ROLLUP = "nk_a72a091c8cc2";
 
-let ws: TestWorkspace;
-let server: RunningCli;
+let dash: Dash;
 let url: string;
-let context: BrowserContext;
 let page: Page;
-let profile: string;
+let artifacts: string;
 let planId: string;
 let constraintId: number;
 
-beforeAll(async () => {
-  assertBuilt();
-  if (!existsSync(CHROMIUM))
-    throw new Error(`${CHROMIUM} is missing: run scripts/ensure-system-deps.sh (npm test does)`);
-  mkdirSync(ARTIFACTS, { recursive: true });
-  ws = await makeWorkspace("ratchet-dash-why-");
+/** What the node source and the reasons area record, written before the server starts. */
+async function seed(ws: TestWorkspace) {
   const repo = join(ws.dir, "shop");
   mkdirSync(repo);
   execFileSync("git", ["init", "-q"], { cwd: repo });
@@ -111,41 +96,15 @@ beforeAll(async () => {
     ref,
   );
   db.close();
-  server = startRatchet(["serve", "--port", "0", "--token", "dash-why-token-0123456789", "--quiet"], {
-    cwd: ws.dir,
-    timeoutMs: 300_000,
-  });
-  const deadline = Date.now() + 30_000;
-  while (!server.stdoutSoFar().includes("\n")) {
-    if (Date.now() > deadline) throw new Error(`serve did not start: ${server.stderrSoFar()}`);
-    await new Promise((res) => setTimeout(res, 50));
-  }
-  url = JSON.parse(server.stdoutSoFar().split("\n")[0] as string).url;
-  profile = mkdtempSync(join(tmpdir(), "ratchet-chromium-"));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1400, height: 900 },
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
-  page = context.pages()[0] ?? (await context.newPage());
+}
+
+beforeAll(async () => {
+  dash = await openDashboard("dashboard", { setup: seed });
+  ({ url, page, artifacts } = dash);
 }, 120_000);
 
 afterAll(async () => {
-  await context?.close();
-  server?.child.kill("SIGTERM");
-  await server?.done.catch(() => undefined);
-  if (profile) rmSync(profile, { recursive: true, force: true });
-  ws?.remove();
+  await dash?.close();
 });
 
 describe("dashboard: reasons and why", () => {
@@ -157,7 +116,7 @@ describe("dashboard: reasons and why", () => {
     expect(await page.locator(`[data-slot="${LOAD}"] .record[data-tier="stated"]`).innerText()).toContain(
       "«Keep fiscal weeks in load_orders.»",
     );
-    await page.screenshot({ path: join(ARTIFACTS, "reasons-checklist.png"), fullPage: true });
+    await page.screenshot({ path: join(artifacts, "reasons-checklist.png"), fullPage: true });
 
     await page.locator(`[data-slot="${LOAD}"] > a`).click();
     await page.locator(`[data-why="${LOAD}"]`).waitFor();
@@ -167,7 +126,7 @@ describe("dashboard: reasons and why", () => {
       "finance thread · linked https://mail.example/t/1",
     );
     expect(await page.locator('[data-section="constraints"]').innerText()).toBe("constraints · 1");
-    await page.screenshot({ path: join(ARTIFACTS, "why-node.png"), fullPage: true });
+    await page.screenshot({ path: join(artifacts, "why-node.png"), fullPage: true });
 
     await page.goto(`${url}/#/why/shop/shop.nope`);
     await page.locator('[data-why="none"]').waitFor();
