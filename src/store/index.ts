@@ -19,6 +19,16 @@ export {
   type WorkflowStepRunRow,
 } from "./runs.js";
 export { isPostgresStore, openStore, runStoreOf } from "./select.js";
+export {
+  PgSqlPort,
+  type SqlArgs,
+  type SqlDialect,
+  SqliteSqlPort,
+  type SqlParam,
+  type SqlPort,
+  type SqlRunResult,
+  toPgStatement,
+} from "./sql.js";
 export type { Migration } from "./sqlite/migrations.js";
 export { MIGRATIONS } from "./sqlite/migrations.js";
 export type { SqliteDb } from "./sqlite/open.js";

@@ -1,3 +1,5 @@
+import type { SqlPort } from "./sql.js";
+
 /**
  * Rows of the ledger and the `Store` contract every implementation keeps. Column names are the
  * wire names (snake_case) so rows serialise as-is into JSON results.
@@ -161,6 +163,11 @@ export type StepPatch = Partial<Omit<StepRow, "step_id" | "plan_id" | "created_a
  * database write lock (`BEGIN IMMEDIATE`) so a change and its event commit together or not at all.
  */
 export interface Store {
+  /**
+   * The SQL door for area stores beside the ledger (threads, provenance, server queries): portable
+   * statements in SQLite's placeholder syntax, run on this store's connection and inside its `tx`.
+   */
+  readonly sql: SqlPort;
   /** Runs `fn` in one write transaction. Nested calls join the outer transaction. */
   tx<T>(fn: () => T): T;
   appendEvent(e: NewEvent): number;

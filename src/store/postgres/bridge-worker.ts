@@ -63,7 +63,9 @@ async function handle(m) {
         name = "ratchet_" + names.size;
         names.set(m.sql, name);
       }
-      const r = await client.query({ name, text: m.sql, values: m.params });
+      // A Uint8Array crossed the port from a Buffer: pg sends only Buffers as bytea.
+      const values = m.params.map((v) => (v instanceof Uint8Array ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v));
+      const r = await client.query({ name, text: m.sql, values });
       return { ok: true, rows: r.rows, rowCount: r.rowCount ?? 0 };
     }
     case "exec": {

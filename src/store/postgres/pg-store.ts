@@ -1,5 +1,6 @@
 import { ErrorCode, RatchetError } from "../../core/index.js";
 import { PLAN_COLUMNS, STEP_COLUMNS } from "../columns.js";
+import { PgSqlPort, type SqlPort } from "../sql.js";
 import type {
   DeviationRow,
   EventQuery,
@@ -79,6 +80,12 @@ export class PgStore implements Store {
   readonly pg: SyncPg;
   readonly #now: () => string;
   #depth = 0;
+  #sql?: SqlPort;
+
+  get sql(): SqlPort {
+    this.#sql ??= new PgSqlPort(this.pg, () => this.#depth > 0);
+    return this.#sql;
+  }
 
   constructor(pg: SyncPg, now: () => string = () => new Date().toISOString()) {
     this.pg = pg;

@@ -24,7 +24,7 @@ import {
 import { redactUrl } from "./url.js";
 
 /** A value a query parameter may take. */
-export type PgParam = string | number | boolean | null | undefined;
+export type PgParam = string | number | boolean | null | undefined | Uint8Array;
 
 export interface PgResult<R> {
   rows: R[];

@@ -1,6 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import { ErrorCode, RatchetError } from "../../core/index.js";
 import { PLAN_COLUMNS, STEP_COLUMNS } from "../columns.js";
+import { SqliteSqlPort, type SqlPort } from "../sql.js";
 import type {
   DeviationRow,
   EventQuery,
@@ -26,12 +27,18 @@ function insertSql(table: string, columns: readonly string[]): string {
 /** The SQLite implementation of {@link Store} (better-sqlite3, WAL, `BEGIN IMMEDIATE`). */
 export class SqliteStore implements Store {
   readonly db: SqliteDb;
+  #sql?: SqlPort;
   readonly #stmts = new Map<string, Statement>();
   readonly #now: () => string;
 
   constructor(db: SqliteDb, now: () => string = () => new Date().toISOString()) {
     this.db = db;
     this.#now = now;
+  }
+
+  get sql(): SqlPort {
+    this.#sql ??= new SqliteSqlPort(this.db);
+    return this.#sql;
   }
 
   /** Opens the store at `path` (creating it when `create`). */
