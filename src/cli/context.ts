@@ -3,6 +3,8 @@ import { mkdirSync } from "node:fs";
 import { Ledger } from "../ledger/index.js";
 import {
   BlobStore,
+  type Blobs,
+  blobsOf,
   envDb,
   openStore,
   resolveWorkspace,
@@ -20,7 +22,7 @@ export interface GlobalOptions {
 export interface LedgerContext {
   workspace: Workspace;
   store: Store;
-  blobs: BlobStore;
+  blobs: Blobs;
   ledger: Ledger;
 }
 
@@ -48,7 +50,7 @@ export function openLedgerContext(opts: GlobalOptions): LedgerContext {
   // With PostgreSQL the local folder holds only blobs and run temp folders; it may not exist yet.
   if (workspace.storeUrl) mkdirSync(workspace.dir, { recursive: true });
   const store = openStore(workspace, { create: Boolean(opts.db ?? envDb()) });
-  const blobs = new BlobStore(workspace.blobsDir);
+  const blobs = blobsOf(workspace, store);
   return { workspace, store, blobs, ledger: new Ledger({ store, blobs }) };
 }
 

@@ -21,7 +21,7 @@ import {
   systemClock,
   utf8Length,
 } from "../core/index.js";
-import type { BlobStore, PlanRow, StepRow, Store } from "../store/index.js";
+import type { Blobs, PlanRow, StepRow, Store } from "../store/index.js";
 import { LedgerEvent, PLAN_MOVE_EVENT, STEP_MOVE_EVENT } from "./events.js";
 import { childStepId, reviewStepId } from "./ids.js";
 import type { StepSpecInput } from "./inputs.js";
@@ -30,7 +30,7 @@ import { checkPlanMove, checkStepMove, PlanStatus, StepRole, StepStatus, StepTyp
 
 export interface LedgerDeps {
   store: Store;
-  blobs: BlobStore;
+  blobs: Blobs;
   clock?: Clock;
   /** Who holds leases taken by this process (default `<pid>@<host>`). */
   holder?: string;
@@ -71,7 +71,7 @@ export interface RollupReport {
 
 export class LedgerCore {
   readonly store: Store;
-  readonly blobs: BlobStore;
+  readonly blobs: Blobs;
   readonly clock: Clock;
   readonly holder: string;
   readonly redactor: Redactor;

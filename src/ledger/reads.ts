@@ -1,7 +1,7 @@
 /** Read views of the ledger: a plan in tree order with logs, deviations, metrics and skills. */
 import { ErrorCode, RatchetError } from "../core/index.js";
 import type {
-  BlobStore,
+  Blobs,
   DeviationRow,
   MetricRow,
   PlanRow,
@@ -51,7 +51,7 @@ export function treeOrder<T extends { step_id: string; parent_step_id: string | 
 
 export function showPlan(
   store: Store,
-  blobs: BlobStore,
+  blobs: Blobs,
   planId: string,
   opts: { step?: string; full?: boolean } = {},
 ): PlanView {

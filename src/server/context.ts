@@ -5,7 +5,7 @@
 import { dirname } from "node:path";
 import { ErrorCode, RatchetError } from "../core/index.js";
 import { Ledger } from "../ledger/index.js";
-import { BlobStore, SqliteStore, type Workspace } from "../store/index.js";
+import { BlobStore, type Blobs, SqliteStore, type Workspace } from "../store/index.js";
 import type { ThreadService } from "../threads/index.js";
 import { type RunStore, runStoreOf } from "../workflow/index.js";
 import { EventHub } from "./event-hub.js";
@@ -27,7 +27,7 @@ export interface ServerContextOptions {
 export interface ServerContext {
   workspace: Workspace;
   store: SqliteStore;
-  blobs: BlobStore;
+  blobs: Blobs;
   ledger: Ledger;
   runs: RunStore;
   hub: EventHub;

@@ -5,6 +5,7 @@
  * throw, nested calls joining the outer one, writes refused outside one), dense event ids in commit
  * order. Then the runs area (`RunStore`) the same way on both.
  */
+import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,7 +14,7 @@ import { type PgCluster, pgAvailable, startPgCluster } from "../../test/harness/
 import { WORKSPACE_WRITE_LOCK } from "./postgres/open.js";
 import { PgStore } from "./postgres/pg-store.js";
 import { RunStatus, type RunStore } from "./runs.js";
-import { runStoreOf } from "./select.js";
+import { blobsOf, runStoreOf } from "./select.js";
 import { SqliteStore } from "./sqlite/sqlite-store.js";
 import type { PlanRow, StepRow, Store } from "./types.js";
 
@@ -30,6 +31,7 @@ const LEDGER_TABLES = [
   "events",
   "workflow_step_runs",
   "workflow_runs",
+  "blobs",
 ];
 const dirs: string[] = [];
 
@@ -913,6 +915,44 @@ describe.each(IMPLS)("SqlPort contract: $name", (impl) => {
       ).toThrow("boom");
       expect(s.sql.get<{ c: number }>("SELECT COUNT(*) AS c FROM port_probe")?.c).toBe(0);
       expect(() => s.sql.get("SELECT * FROM port_probe WHERE name = @missing", {})).toThrow();
+    } finally {
+      s.close();
+    }
+  });
+});
+
+describe.each(IMPLS)("Blobs contract: $name", (impl) => {
+  test("put is content-addressed and idempotent; bytes and text read back; bad and unknown hashes refused", () => {
+    const s = impl.open();
+    const dir = mkdtempSync(join(tmpdir(), "ratchet-blobs-"));
+    dirs.push(dir);
+    try {
+      const blobs = blobsOf({ blobsDir: join(dir, "blobs") }, s);
+      const bytes = Buffer.from([0, 159, 146, 150, 10]);
+      const h = blobs.put(bytes);
+      expect(h).toMatch(/^[0-9a-f]{64}$/);
+      expect(blobs.put(bytes)).toBe(h);
+      expect(blobs.has(h)).toBe(true);
+      expect(blobs.getBytes(h).equals(bytes)).toBe(true);
+      const t = blobs.put("héllo\n");
+      expect(blobs.getText(t)).toBe("héllo\n");
+      const missing = "0".repeat(64);
+      expect(blobs.has(missing)).toBe(false);
+      expect(() => blobs.getText(missing)).toThrow(/not found/);
+      for (const bad of ["../etc/passwd", "ABC", `${h}' OR '1'='1`]) {
+        expect(() => blobs.has(bad)).toThrow(/not a blob hash/);
+        expect(() => blobs.getBytes(bad)).toThrow(/not a blob hash/);
+      }
+      // A blob put inside a transaction that rolls back is gone with it on the database store.
+      const rolled = "rolled back with its row";
+      expect(() =>
+        s.tx(() => {
+          blobs.put(rolled);
+          throw new Error("abort");
+        }),
+      ).toThrow("abort");
+      if (s.sql.dialect === "postgres")
+        expect(blobs.has(createHash("sha256").update(rolled).digest("hex"))).toBe(false);
     } finally {
       s.close();
     }

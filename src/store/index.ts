@@ -1,4 +1,4 @@
-export { BlobStore } from "./blobs.js";
+export { BlobStore, type Blobs, blobHash, checkBlobHash, DbBlobStore } from "./blobs.js";
 export { PG_MIGRATIONS, type PgMigration } from "./postgres/migrations.js";
 export { PgStore } from "./postgres/pg-store.js";
 export { PgError, type PgParam, type PgResult, SyncPg, type SyncPgOptions } from "./postgres/sync-client.js";
@@ -18,7 +18,7 @@ export {
   type WorkflowRunRow,
   type WorkflowStepRunRow,
 } from "./runs.js";
-export { isPostgresStore, openStore, runStoreOf } from "./select.js";
+export { blobsOf, isPostgresStore, openStore, runStoreOf } from "./select.js";
 export {
   PgSqlPort,
   type SqlArgs,

@@ -3,6 +3,7 @@
  * The ledger and the runs area (`runStoreOf`) run on both today; threads, the server and provenance still run SQL
  * on the SQLite handle and refuse a PostgreSQL workspace with `sqliteOnly` (refusal.ts).
  */
+import { BlobStore, type Blobs, DbBlobStore } from "./blobs.js";
 import { PgStore } from "./postgres/pg-store.js";
 import { PgRunStore } from "./postgres/run-store.js";
 import { isPostgresUrl } from "./postgres/url.js";
@@ -46,4 +47,12 @@ function newRunStore(store: Store, now?: () => string): RunStore {
   if (store instanceof SqliteStore) return new SqliteRunStore(store, now);
   if (store instanceof PgStore) return new PgRunStore(store, now);
   throw new Error("runStoreOf: the store is neither SQLite nor PostgreSQL");
+}
+
+/**
+ * Where a store's blobs live: the `blobs` table of a PostgreSQL store (every machine reads them),
+ * else the workspace's `blobs/` folder.
+ */
+export function blobsOf(ws: Pick<Workspace, "blobsDir">, store: Store): Blobs {
+  return store instanceof PgStore ? new DbBlobStore(store) : new BlobStore(ws.blobsDir);
 }

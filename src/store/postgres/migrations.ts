@@ -13,6 +13,9 @@
  *   leave gaps on rollback and, without the lock, hand out ids out of commit order.
  * - epoch-millisecond columns (`lease_expires_at`, `duration_ms`) are BIGINT; REAL is DOUBLE PRECISION.
  *
+ * Migration 3 is the `blobs` table (`DbBlobStore`, blobs.ts): content-addressed bytes every machine
+ * on the database reads. Migration ids 4 (threads), 5 (provenance) and 6 (queue/leases) are taken.
+ *
  * Migration 2 is the runs area (SQLite's migration 2 and the `workflow_runs_started` index of a
  * later one), plus `workflow_step_runs.seq` for SQLite's rowid order. Threads and provenance tables
  * are not here yet: those capabilities still need the SQLite store (docs/scale-out.md).
@@ -194,6 +197,18 @@ CREATE TABLE workflow_step_runs (
 );
 CREATE INDEX workflow_step_runs_step ON workflow_step_runs(step_id, outcome);
 CREATE INDEX workflow_step_runs_order ON workflow_step_runs(run_id, seq);
+`),
+  },
+  {
+    id: 3,
+    name: "blobs",
+    sql: c(`
+CREATE TABLE blobs (
+  hash        TEXT PRIMARY KEY,
+  bytes       BYTEA NOT NULL,
+  size        BIGINT NOT NULL,
+  created_at  TEXT NOT NULL
+);
 `),
   },
 ];
