@@ -173,14 +173,20 @@ function retryButton(v: Json, s: Json, status: Status): HTMLElement | null {
   );
 }
 
+/** Verdicts being typed, by plan: a live re-render of the page keeps them (and the focus). */
+const verdicts = new Map<string, string>();
+
 /** "Close the review": pass or fail with a one-line verdict (`agent-review-close`). */
 function reviewClose(v: Json, status: Status): HTMLElement | null {
   if (!canCloseReview(v.plan, v.steps)) return null;
+  const planId = v.plan.plan_id as string;
   const verdict = h("input", {
     "data-review-summary": "",
     placeholder: "the verdict in one sentence",
     autocomplete: "off",
+    oninput: () => verdicts.set(planId, verdict.value),
   });
+  verdict.value = verdicts.get(planId) ?? "";
   const close = (outcome: "pass" | "fail") =>
     void attempt(
       status,
@@ -191,7 +197,10 @@ function reviewClose(v: Json, status: Status): HTMLElement | null {
         outcome,
         ...(verdict.value.trim() ? { summary: verdict.value.trim() } : {}),
       },
-      (r) => `review closed: plan ${r.result?.status ?? ""}`,
+      (r) => {
+        verdicts.delete(planId);
+        return `review closed: plan ${r.result?.status ?? ""}`;
+      },
     );
   return h(
     "div",
@@ -215,6 +224,7 @@ export async function planView(
   status: Status,
 ): Promise<void> {
   const v = await get(`/api/plans/${encodeURIComponent(planId)}`);
+  const typing = document.activeElement?.hasAttribute("data-review-summary") === true;
   mount(
     el,
     h("h2", {}, badge(v.plan.status), " ", v.plan.goal.split("\n")[0]),
@@ -279,6 +289,7 @@ export async function planView(
           v.skills.map((k: Json) => h("li", {}, `${k.name} (${k.source})${k.reason ? `: ${k.reason}` : ""}`)),
         ),
   );
+  if (typing) el.querySelector<HTMLInputElement>("[data-review-summary]")?.focus();
 }
 
 /**
