@@ -1,6 +1,7 @@
 /**
  * `GET /api/attention`: what needs a person now, for the dashboard's landing page. Five sections,
- * each `{count, items}` (`count` is every match; `items` the newest `limit` of them):
+ * each `{count, items}` (`count` is every match — for failed runs, among the newest 500 failed and
+ * 500 interrupted runs of the window; `items` the newest `limit` of them):
  *
  * - `approvals`: pending approvals of threads (the call's name and arguments exactly as
  *   `GET /api/threads/{id}` shows them in `pending`), ones whose time ran out left out;
@@ -124,16 +125,15 @@ export function attention(ctx: ServerContext, opts: { limit: number; days: numbe
   const failedRuns = ["failed", "interrupted"]
     .flatMap((status) => q.runs({ status, since: sinceIso, limit: FAILED_RUNS_SCANNED }))
     .filter((r) => !passedSince(r.workflow_id, r.started_at))
-    .sort((a, b) => (a.started_at < b.started_at ? 1 : a.started_at > b.started_at ? -1 : 0))
-    .map((r) => {
-      const failed = ctx.runs.stepRuns(r.run_id).find((s) => s.outcome !== null && s.outcome !== "passed");
-      return {
-        ...r,
-        failed_step: failed
-          ? { step_id: failed.step_id, outcome: failed.outcome, error: failed.error }
-          : null,
-      };
-    });
+    .sort((a, b) => (a.started_at < b.started_at ? 1 : a.started_at > b.started_at ? -1 : 0));
+  // The failing step, read for the runs shown only.
+  const runsShown = failedRuns.slice(0, limit).map((r) => {
+    const failed = ctx.runs.stepRuns(r.run_id).find((s) => s.outcome !== null && s.outcome !== "passed");
+    return {
+      ...r,
+      failed_step: failed ? { step_id: failed.step_id, outcome: failed.outcome, error: failed.error } : null,
+    };
+  });
 
   const failedTasks = listTasks(ctx)
     .map(taskSummary)
@@ -161,7 +161,7 @@ export function attention(ctx: ServerContext, opts: { limit: number; days: numbe
     days,
     approvals: section(approvals, limit),
     reviews: section(reviews, limit),
-    failed_runs: section(failedRuns, limit),
+    failed_runs: { count: failedRuns.length, items: runsShown },
     failed_tasks: section(failedTasks, limit),
     stuck_steps: section(stuck, limit),
   };
