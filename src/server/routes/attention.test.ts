@@ -89,11 +89,14 @@ describe("GET /api/attention", () => {
     expect(body.days).toBe(7);
   });
 
-  it("lists pending approvals with the call and its arguments; decided and expired ones are left out", async () => {
+  it("lists pending approvals with the call and its arguments; decided, expired and ended ones are left out", async () => {
     const ts = thread("th-1");
     approval(ts, "th-1", "ap-1");
     approval(ts, "th-1", "ap-decided", { status: "approved", decided_at: new Date().toISOString() });
     approval(ts, "th-1", "ap-expired", { expires_ms: Date.now() - 1000 });
+    // A thread that ended (cancelled while it waited) leaves its request pending: not listed.
+    thread("th-ended", "failed");
+    approval(ts, "th-ended", "ap-of-ended");
     const { body } = await get();
     expect(body.approvals.count).toBe(1);
     const a = body.approvals.items[0];
@@ -226,6 +229,16 @@ describe("GET /api/attention", () => {
     const { body } = await get("/api/attention?limit=2");
     expect(body.approvals.count).toBe(5);
     expect(body.approvals.items).toHaveLength(2);
+  });
+
+  it("answers on a read-only server", async () => {
+    const ro = makeServerFixture({ readOnly: true });
+    try {
+      const r = await ro.req("GET", "/api/attention", { token: null });
+      expect(r.status).toBe(200);
+    } finally {
+      ro.dispose();
+    }
   });
 
   it("refuses a bad limit or days with 400 naming the field, and writes nothing", async () => {

@@ -4,7 +4,8 @@
  * 500 interrupted runs of the window; `items` the newest `limit` of them):
  *
  * - `approvals`: pending approvals of threads (the call's name and arguments exactly as
- *   `GET /api/threads/{id}` shows them in `pending`), ones whose time ran out left out;
+ *   `GET /api/threads/{id}` shows them in `pending`), ones whose time ran out or whose thread
+ *   ended (a cancel leaves its request pending, undecidable) left out;
  * - `reviews`: open plans whose review awaits an agent (`review_state` `awaiting_agent`), with the
  *   review step;
  * - `failed_runs`: `failed`/`interrupted` runs started in the last `days` days that no later run
@@ -85,6 +86,7 @@ export function attention(ctx: ServerContext, opts: { limit: number; days: numbe
       `SELECT a.approval_id, a.thread_id, a.call_id, a.action, a.args, a.created_at, a.expires_ms, t.goal, t.state
          FROM thread_approvals a JOIN threads t ON t.thread_id = a.thread_id
         WHERE a.status = 'pending' AND (a.expires_ms IS NULL OR a.expires_ms > ?)
+          AND t.state NOT IN ('completed', 'done', 'failed')
         ORDER BY a.created_at DESC, a.approval_id DESC`,
       [nowMs],
     )
