@@ -14,6 +14,7 @@ import { type HostPolicy, hostAllowed, originAllowed } from "../core/index.js";
 import type { ServerContext } from "./context.js";
 import { replyCode, replyError, ServerErrorCode } from "./http.js";
 import { MAX_BODY_BYTES } from "./limits.js";
+import { attentionRoutes } from "./routes/attention.js";
 import { ledgerRoutes } from "./routes/ledger.js";
 import { mcpRoutes } from "./routes/mcp.js";
 import { openapiRoutes } from "./routes/openapi.js";
@@ -110,6 +111,7 @@ export const BUILTIN_ROUTES: readonly RouteGroup[] = [
   sseRoutes,
   mcpRoutes,
   whyRoutes,
+  attentionRoutes,
   openapiRoutes,
 ];
 

@@ -66,3 +66,41 @@ export function follow(
   es.onmessage = (m) => onEvent(JSON.parse(m.data));
   return es;
 }
+
+/**
+ * Runs a write and reports it through `status`: `done` on success, else the refusal's HTTP status
+ * and message (`<what> refused (409): …`). Returns the reply, or undefined when refused.
+ */
+export async function attempt(
+  status: (text: string) => void,
+  what: string,
+  path: string,
+  body: unknown,
+  done: string | ((reply: Json) => string),
+): Promise<Json | undefined> {
+  try {
+    const reply = await post(path, body);
+    status(typeof done === "string" ? done : done(reply));
+    return reply ?? {};
+  } catch (e) {
+    status(
+      e instanceof ApiError ? `${what} refused (${e.status}): ${e.message}` : `${what} failed: ${String(e)}`,
+    );
+    return undefined;
+  }
+}
+
+const RUN_VARS_KEY = "ratchet.run-vars.";
+
+/**
+ * The variables a run was started with from this dashboard (the run tables do not record them),
+ * kept for the session so "Re-run" can send them again.
+ */
+export function rememberRunVars(runId: string, vars: Record<string, string>): void {
+  if (Object.keys(vars).length) sessionStorage.setItem(RUN_VARS_KEY + runId, JSON.stringify(vars));
+}
+
+export function runVars(runId: string): Record<string, string> | undefined {
+  const v = sessionStorage.getItem(RUN_VARS_KEY + runId);
+  return v ? (JSON.parse(v) as Record<string, string>) : undefined;
+}

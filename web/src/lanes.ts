@@ -1,7 +1,10 @@
 /**
- * Parallel branches: siblings whose run times overlap are shown side by side. Pure (tested in
- * test/web/lanes.test.ts).
+ * Parallel branches: siblings whose run times overlap are shown side by side; the timeline's bars
+ * and lanes. Pure (tested in test/web/lanes.test.ts and test/web/run-timeline.test.ts).
  */
+
+// biome-ignore lint/suspicious/noExplicitAny: JSON from the API is read field by field
+type Json = any;
 
 export interface Timed {
   step_id: string;
@@ -53,4 +56,44 @@ export function childrenByParent<T extends Timed>(steps: readonly T[]): Map<stri
     m.set(key, list);
   }
   return m;
+}
+
+export interface Bar {
+  step: Json;
+  start: number;
+  end: number;
+  lane: number;
+  depth: number;
+  running: boolean;
+}
+
+/** The timeline's bars in tree order with lanes: a bar takes the lowest lane free at its start. Pure. */
+export function bars(steps: readonly Json[], now: number): Bar[] {
+  const byParent = new Map<string | null, Json[]>();
+  const ids = new Set(steps.map((s) => s.step_id));
+  for (const s of steps) {
+    const k = s.parent_step_id && ids.has(s.parent_step_id) ? s.parent_step_id : null;
+    byParent.set(k, [...(byParent.get(k) ?? []), s]);
+  }
+  const out: Bar[] = [];
+  const laneEnds: number[] = [];
+  const walk = (parent: string | null, depth: number) => {
+    const kids = [...(byParent.get(parent) ?? [])].sort(
+      (a, b) => Date.parse(a.started_at ?? "") - Date.parse(b.started_at ?? "") || a.seq - b.seq,
+    );
+    for (const s of kids) {
+      if (s.started_at) {
+        const start = Date.parse(s.started_at);
+        const running = !s.finished_at;
+        const end = Math.max(start, running ? now : Date.parse(s.finished_at));
+        let lane = laneEnds.findIndex((e) => e <= start);
+        if (lane < 0) lane = laneEnds.length;
+        laneEnds[lane] = end;
+        out.push({ step: s, start, end, lane, depth, running });
+      }
+      walk(s.step_id, depth + 1);
+    }
+  };
+  walk(null, 0);
+  return out;
 }

@@ -1,11 +1,12 @@
 /**
- * The Ratchet dashboard. Hash routes (`#/plans/<id>[/steps/<step>[/log]]`, `#/runs/<id>`,
+ * The Ratchet dashboard. Hash routes (`#/` and `#/attention`: what needs attention; `#/plans/<id>[/steps/<step>[/log]]`, `#/runs/<id>`,
  * `#/scripts/<wf>/<step>/<diff>`, `#/threads/<id>`, `#/runner/<task>`, `#/reasons/<plan>`, `#/why/<project>/<target>`)
  * choose the view; any other route shows a not-found view. `/events` (EventSource) re-renders the
  * view, and the open log, when something changes. It reads only the public HTTP API; the token is
  * used only for writes. Keys: `j`/`k` move through the side list, `/` focuses its search box.
  */
 import { follow, get, type Json, setToken, token } from "./api.js";
+import { attentionView } from "./attention.js";
 import { h, mount } from "./dom.js";
 import { firstPage, noFilters, onFilterChange } from "./filters.js";
 import { plansList, planView, showLog } from "./plans.js";
@@ -42,13 +43,13 @@ function notFound(side: HTMLElement, main: HTMLElement): void {
       { class: "not-found", "data-view": "not-found" },
       h("h2", {}, "Not found"),
       h("p", {}, `There is no page at ${location.hash || "#/"}.`),
-      h("p", {}, h("a", { href: "#/plans" }, "Go to the plans")),
+      h("p", {}, h("a", { href: "#/" }, "Go to what needs attention")),
     ),
   );
 }
 
 async function render(): Promise<void> {
-  const [tab = "plans", a, b, c, d] = route();
+  const [tab = "attention", a, b, c, d] = route();
   for (const link of document.querySelectorAll<HTMLAnchorElement>("nav a"))
     link.classList.toggle("active", link.dataset.tab === tab);
   const side = $("side-list");
@@ -60,10 +61,15 @@ async function render(): Promise<void> {
   const log = $("log");
   let logOf: string | undefined;
   try {
-    if (tab === "plans" && (b === undefined || (b === "steps" && c && (d === undefined || d === "log")))) {
+    if (tab === "attention" && a === undefined) {
+      await attentionView(side, main, status);
+    } else if (
+      tab === "plans" &&
+      (b === undefined || (b === "steps" && c && (d === undefined || d === "log")))
+    ) {
       await plansList(side, a, searchText());
       if (a) {
-        await planView(main, a, c);
+        await planView(main, a, c, status);
         if (d === "log" && c) logOf = c;
       } else mount(main, h("p", { class: "empty" }, "Choose a plan."));
     } else if (tab === "runs" && b === undefined) {

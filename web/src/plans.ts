@@ -1,5 +1,7 @@
 /** Plans: the list, and one plan as a tree with parallel branches, logs, deviations, metrics, skills. */
-import { get, type Json } from "./api.js";
+
+import { canCloseReview, canRetry } from "./allowed.js";
+import { attempt, get, type Json } from "./api.js";
 import { badge, h, mount, seconds, when } from "./dom.js";
 import { dayBound, filterBar, loadMore, pagedItems } from "./filters.js";
 import { childrenByParent, parallelRows } from "./lanes.js";
@@ -75,7 +77,7 @@ export function stepHref(planId: string, stepId: string, log = false): string {
   return `#/plans/${encodeURIComponent(planId)}/steps/${encodeURIComponent(stepId)}${log ? "/log" : ""}`;
 }
 
-function stepCard(s: Json, selected: string | undefined): HTMLElement {
+function stepCard(s: Json, selected: string | undefined, action: HTMLElement | null): HTMLElement {
   const short = s.step_id.startsWith(`${s.plan_id}-`) ? s.step_id.slice(s.plan_id.length + 1) : s.step_id;
   return h(
     "div",
@@ -107,10 +109,15 @@ function stepCard(s: Json, selected: string | undefined): HTMLElement {
     ),
     s.summary ? h("div", { class: "summary" }, s.summary) : null,
     s.failure_reason ? h("div", { class: "error" }, s.failure_reason) : null,
+    action,
   );
 }
 
-function tree(steps: Json[], selected: string | undefined): HTMLElement {
+function tree(
+  steps: Json[],
+  selected: string | undefined,
+  action: (s: Json) => HTMLElement | null,
+): HTMLElement {
   const byParent = childrenByParent(steps);
   const branch = (parent: string | null): HTMLElement => {
     const rows = parallelRows(byParent.get(parent) ?? []);
@@ -128,7 +135,7 @@ function tree(steps: Json[], selected: string | undefined): HTMLElement {
             h(
               "div",
               { class: "lane" },
-              stepCard(s, selected),
+              stepCard(s, selected, action(s)),
               (byParent.get(s.step_id) ?? []).length ? branch(s.step_id) : null,
             ),
           ),
@@ -139,8 +146,85 @@ function tree(steps: Json[], selected: string | undefined): HTMLElement {
   return branch(null);
 }
 
-export async function planView(el: HTMLElement, planId: string, selected?: string): Promise<void> {
+type Status = (text: string) => void;
+
+/** "Retry": one retry sub-step under the failed step (`deviate`), offered where the ledger allows. */
+function retryButton(v: Json, s: Json, status: Status): HTMLElement | null {
+  if (!canRetry(v.plan, s, v.steps)) return null;
+  return h(
+    "button",
+    {
+      "data-action": "retry-step",
+      "data-retry": s.step_id,
+      onclick: () =>
+        void attempt(
+          status,
+          "retry",
+          "/api/flows/deviate",
+          {
+            parent_step_id: s.step_id,
+            justification: `retry of ${s.step_id} from the dashboard`,
+            sub_steps: [{ title: `Retry: ${s.title}`, type: s.type }],
+          },
+          (r) => `retry added: ${(r.result?.sub_step_ids ?? r.result?.step_ids ?? []).join(", ")}`,
+        ),
+    },
+    "Retry",
+  );
+}
+
+/** Verdicts being typed, by plan: a live re-render of the page keeps them (and the focus). */
+const verdicts = new Map<string, string>();
+
+/** "Close the review": pass or fail with a one-line verdict (`agent-review-close`). */
+function reviewClose(v: Json, status: Status): HTMLElement | null {
+  if (!canCloseReview(v.plan, v.steps)) return null;
+  const planId = v.plan.plan_id as string;
+  const verdict = h("input", {
+    "data-review-summary": "",
+    placeholder: "the verdict in one sentence",
+    autocomplete: "off",
+    oninput: () => verdicts.set(planId, verdict.value),
+  });
+  verdict.value = verdicts.get(planId) ?? "";
+  const close = (outcome: "pass" | "fail") =>
+    void attempt(
+      status,
+      `review ${outcome}`,
+      "/api/flows/agent-review-close",
+      {
+        plan_id: v.plan.plan_id,
+        outcome,
+        ...(verdict.value.trim() ? { summary: verdict.value.trim() } : {}),
+      },
+      (r) => {
+        verdicts.delete(planId);
+        return `review closed: plan ${r.result?.status ?? ""}`;
+      },
+    );
+  return h(
+    "div",
+    { class: "attention review-close", "data-review-close": "" },
+    h("h3", {}, "Awaiting review"),
+    h("p", { class: "meta" }, "Close the agent review of this plan: pass completes it, fail fails it."),
+    verdict,
+    h(
+      "div",
+      { class: "actions" },
+      h("button", { "data-action": "review-pass", onclick: () => close("pass") }, "Pass review"),
+      h("button", { "data-action": "review-fail", onclick: () => close("fail") }, "Fail review"),
+    ),
+  );
+}
+
+export async function planView(
+  el: HTMLElement,
+  planId: string,
+  selected: string | undefined,
+  status: Status,
+): Promise<void> {
   const v = await get(`/api/plans/${encodeURIComponent(planId)}`);
+  const typing = document.activeElement?.hasAttribute("data-review-summary") === true;
   mount(
     el,
     h("h2", {}, badge(v.plan.status), " ", v.plan.goal.split("\n")[0]),
@@ -159,7 +243,8 @@ export async function planView(el: HTMLElement, planId: string, selected?: strin
           ]
         : null,
     ),
-    tree(v.steps, selected),
+    reviewClose(v, status),
+    tree(v.steps, selected, (s) => retryButton(v, s, status)),
     h("h3", {}, "Timeline"),
     timeline(v.steps, (st: Json) => stepHref(v.plan.plan_id, st.step_id)),
     h("h3", {}, "Deviations"),
@@ -204,6 +289,7 @@ export async function planView(el: HTMLElement, planId: string, selected?: strin
           v.skills.map((k: Json) => h("li", {}, `${k.name} (${k.source})${k.reason ? `: ${k.reason}` : ""}`)),
         ),
   );
+  if (typing) el.querySelector<HTMLInputElement>("[data-review-summary]")?.focus();
 }
 
 /**

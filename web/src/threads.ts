@@ -4,7 +4,7 @@
  * and inject a message. Every write goes through `/api/threads/...` with the page's token; a
  * refusal's message is shown in the status line.
  */
-import { ApiError, get, type Json, post } from "./api.js";
+import { attempt, get, type Json } from "./api.js";
 import { badge, h, mount, when } from "./dom.js";
 
 type Status = (text: string) => void;
@@ -32,16 +32,7 @@ async function write(
   body: unknown,
   done: string,
 ): Promise<boolean> {
-  try {
-    await post(path, body);
-    status(done);
-    return true;
-  } catch (e) {
-    status(
-      e instanceof ApiError ? `${what} refused (${e.status}): ${e.message}` : `${what} failed: ${String(e)}`,
-    );
-    return false;
-  }
+  return (await attempt(status, what, path, body, done)) !== undefined;
 }
 
 export async function threadsList(el: HTMLElement, selected?: string): Promise<void> {

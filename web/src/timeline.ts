@@ -1,50 +1,13 @@
 /**
- * The timeline: a Gantt view of a plan's steps. Each started step is a bar from its start for its
+ * The timeline: a Gantt view of a plan's (or a run's) steps. Each started step is a bar from its start for its
  * duration; steps whose times overlap get separate lanes; a step's children (sub-steps, retries)
  * are drawn under it, indented. A running step's bar reaches "now" and its elapsed time ticks.
  */
 import type { Json } from "./api.js";
 import { h } from "./dom.js";
+import { bars } from "./lanes.js";
 
-export interface Bar {
-  step: Json;
-  start: number;
-  end: number;
-  lane: number;
-  depth: number;
-  running: boolean;
-}
-
-/** Bars in tree order with lanes: a bar takes the lowest lane free at its start. Pure. */
-export function bars(steps: readonly Json[], now: number): Bar[] {
-  const byParent = new Map<string | null, Json[]>();
-  const ids = new Set(steps.map((s) => s.step_id));
-  for (const s of steps) {
-    const k = s.parent_step_id && ids.has(s.parent_step_id) ? s.parent_step_id : null;
-    byParent.set(k, [...(byParent.get(k) ?? []), s]);
-  }
-  const out: Bar[] = [];
-  const laneEnds: number[] = [];
-  const walk = (parent: string | null, depth: number) => {
-    const kids = [...(byParent.get(parent) ?? [])].sort(
-      (a, b) => Date.parse(a.started_at ?? "") - Date.parse(b.started_at ?? "") || a.seq - b.seq,
-    );
-    for (const s of kids) {
-      if (s.started_at) {
-        const start = Date.parse(s.started_at);
-        const running = !s.finished_at;
-        const end = Math.max(start, running ? now : Date.parse(s.finished_at));
-        let lane = laneEnds.findIndex((e) => e <= start);
-        if (lane < 0) lane = laneEnds.length;
-        laneEnds[lane] = end;
-        out.push({ step: s, start, end, lane, depth, running });
-      }
-      walk(s.step_id, depth + 1);
-    }
-  };
-  walk(null, 0);
-  return out;
-}
+export { type Bar, bars } from "./lanes.js";
 
 export function elapsed(ms: number): string {
   const s = Math.max(0, ms) / 1000;

@@ -1,7 +1,11 @@
 /** Workflow runs, learned scripts and runner tasks. */
-import { ApiError, get, getText, type Json, post } from "./api.js";
+
+import { canRerun } from "./allowed.js";
+import { ApiError, attempt, get, getText, type Json, post, rememberRunVars, runVars } from "./api.js";
 import { badge, diffView, h, mount, seconds, when } from "./dom.js";
 import { dayBound, filterBar, loadMore, pagedItems } from "./filters.js";
+import { runTimelineSteps } from "./run-timeline.js";
+import { timeline } from "./timeline.js";
 
 /** The run list: filters (status, workflow, trigger, started range), 50 a page with "load more". */
 export async function runsList(el: HTMLElement, selected?: string): Promise<void> {
@@ -79,9 +83,43 @@ function ranAs(s: Json): HTMLElement | string {
   return h("span", { class: "tag model", "data-ran-as": "model" }, "model");
 }
 
+/**
+ * "Re-run": a new run of the same workflow with the same group and, when this dashboard started
+ * the run, the same variables (`POST /api/runs`); opens the new run.
+ */
+export async function rerun(r: Json, status: (t: string) => void): Promise<void> {
+  const vars = runVars(r.run_id);
+  const reply = await attempt(
+    status,
+    "re-run",
+    "/api/runs",
+    {
+      workflow: r.workflow_path,
+      ...(vars ? { vars } : {}),
+      ...(r.group_name ? { group: r.group_name } : {}),
+    },
+    (x) => `re-run started: ${x.run_id}`,
+  );
+  if (reply?.run_id) {
+    if (vars) rememberRunVars(reply.run_id, vars);
+    location.hash = `#/runs/${reply.run_id}`;
+  }
+}
+
+/** The address of a run step's row. */
+const runStepHref = (runId: string, s: Json) =>
+  s.run_step_id
+    ? `#/runs/${encodeURIComponent(runId)}`
+    : `#/plans/${encodeURIComponent(s.plan_id ?? "")}/steps/${encodeURIComponent(s.step_id)}`;
+
 export async function runView(el: HTMLElement, runId: string, status: (t: string) => void): Promise<void> {
   const v = await get(`/api/runs/${encodeURIComponent(runId)}`);
   const r = v.run;
+  const plan = r.plan_id ? await get(`/api/plans/${encodeURIComponent(r.plan_id)}`).catch(() => null) : null;
+  const tlSteps = runTimelineSteps(r, v.steps, plan?.steps ?? []).map((s) => ({
+    ...s,
+    plan_id: r.plan_id,
+  }));
   const cancel = async () => {
     try {
       const reply = await post(`/api/runs/${encodeURIComponent(runId)}/cancel`, {});
@@ -98,6 +136,9 @@ export async function runView(el: HTMLElement, runId: string, status: (t: string
       h("h2", { "data-run-id": r.run_id }, badge(r.status), " ", `${r.workflow_id} · ${r.run_id}`),
       r.status === "running"
         ? h("button", { "data-action": "cancel-run", onclick: () => void cancel() }, "Cancel run")
+        : null,
+      canRerun(r)
+        ? h("button", { "data-action": "rerun", onclick: () => void rerun(r, status) }, "Re-run")
         : null,
     ),
     h(
@@ -132,6 +173,8 @@ export async function runView(el: HTMLElement, runId: string, status: (t: string
         ),
       ),
     ),
+    h("h3", {}, "Timeline"),
+    timeline(tlSteps, (s: Json) => runStepHref(runId, s)),
   );
 }
 
@@ -225,6 +268,7 @@ export async function workflowView(
         ...(Object.keys(chosen).length ? { vars: chosen } : {}),
         ...(group ? { group } : {}),
       });
+      rememberRunVars(r.run_id, chosen);
       location.hash = `#/runs/${r.run_id}`;
     } catch (e) {
       status(e instanceof ApiError ? `start refused (${e.status}): ${e.message}` : String(e));
