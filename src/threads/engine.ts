@@ -142,7 +142,13 @@ export class Driver {
     const t = threads.require(this.threadId);
     const heartbeat = setInterval(() => {
       // No row: another process took the thread over (this one was taken for dead) — stop writing.
-      if (this.#claimed) this.#lost ||= !threads.heartbeat(this.threadId, this.#me, this.#now());
+      // A failed write (the server unreachable for a moment) is not fatal here: the next beat tries
+      // again, and the fence stops this driver's writes if another process took the thread meanwhile.
+      try {
+        if (this.#claimed) this.#lost ||= !threads.heartbeat(this.threadId, this.#me, this.#now());
+      } catch {
+        // the store is closed or unreachable: nothing to renew
+      }
     }, DRIVER_HEARTBEAT_MS);
     heartbeat.unref();
     try {
@@ -705,7 +711,7 @@ export class Driver {
    */
   #fence(): void {
     if (!this.#claimed) return;
-    const driver = this.#lost ? undefined : this.#d.threads.driverOf(this.threadId);
+    const driver = this.#d.threads.driverOf(this.threadId);
     if (!this.#lost && driver === this.#me) return;
     this.#lost = true;
     throw new RatchetError(
