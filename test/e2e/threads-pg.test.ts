@@ -135,6 +135,7 @@ describe.runIf(pgAvailable())("threads on PostgreSQL, many processes", () => {
       final_result: "The sum is 5.",
     });
     const id = String(start.marker?.thread_id);
+    expect(threadsOf(url)).toEqual([expect.objectContaining({ thread_id: id, state: "done", driver: null })]);
 
     const list = await b.run(["thread", "list", "--json"]);
     expect(list.status).toBe(0);
@@ -233,6 +234,8 @@ describe.runIf(pgAvailable())("threads on PostgreSQL, many processes", () => {
     const results = [rc, rd].sort((x, y) => (x.status ?? 0) - (y.status ?? 0));
     expect(results.map((r) => r.status)).toEqual([0, 4]);
     expect(results[0]!.marker).toMatchObject({ outcome: "completed", state: "done" });
+    // Which refusal the loser met: the service's check, or the claim transaction (both at once).
+    console.log(`race loser: ${results[1]!.stderr.trim()}`);
     expect(results[1]!.stderr).toMatch(
       new RegExp(`thread ${id} (is being driven by process \\d+@|is not resumable from)`),
     );
