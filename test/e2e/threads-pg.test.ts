@@ -149,6 +149,24 @@ describe.runIf(pgAvailable())("threads on PostgreSQL, many processes", () => {
     expect(detail.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
     expect(detail.messages.find((m) => m.role === "tool")).toMatchObject({ call_id: "e1", content: "5" });
     expect(detail.checkpoint?.bytes).toBeGreaterThan(1000);
+    // The admin commands open the same store: a skill added on one machine is listed on the other.
+    const add = await a.run([
+      "skills",
+      "add",
+      "pg-skill",
+      "--content",
+      "Use the shared database.",
+      "--keywords",
+      "sum",
+    ]);
+    expect(add.stderr).toBe("");
+    expect(add.status).toBe(0);
+    const skills = await b.run(["skills", "list", "--json"]);
+    expect(skills.status).toBe(0);
+    expect(JSON.stringify(JSON.parse(skills.stdout))).toContain("pg-skill");
+    const versions = await b.run(["orchestrator", "list", "--json"]);
+    expect(versions.stderr).toBe("");
+    expect(versions.status).toBe(0);
     // Bad input: an unknown thread is named, with the not-found status, on PostgreSQL as on SQLite.
     const missing = await b.run(["thread", "show", "th-000000000000"]);
     expect(missing.status).toBe(3);
