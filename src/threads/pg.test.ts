@@ -14,6 +14,10 @@ import type { ScriptInput } from "../testing/scripted-model-script.js";
 import { kitActions } from "../testing/threads-kit.js";
 import { compileThreadsConfig } from "./config.js";
 import { ThreadService, type ThreadServiceOptions } from "./service.js";
+import { listSkills } from "./skills.js";
+import { montyVm } from "./vm.js";
+
+const BROKEN = `def run_loop(goal, config):\n    raise ValueError("broken on purpose")\n\nrun_loop(goal, config)\n`;
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 120_000 });
 
@@ -185,6 +189,56 @@ describe.runIf(pgAvailable())("threads on PostgreSQL", () => {
     expect(th.grants().map((g) => g.approval_id)).toEqual(["ap-1"]);
     expect(svc.revoke("append", "web")).toEqual({ action: "append", project: "web" });
     expect(() => svc.revoke("append", "web")).toThrow(/no standing grant for action append in project web/);
+  });
+
+  it("missions, documents and versions: a failed action fires self-improvement; a failing version falls back", async () => {
+    const k = await pgKit({
+      turns: [
+        { tool_calls: [{ id: "f1", name: "echo__fail", arguments: {} }] },
+        { text: "The tool failed; giving up." },
+        {
+          match: { contains: "Mission self-improvement" },
+          text: '{"skills":[{"name":"fail-tool","content":"echo__fail always fails: do not call it.","keywords":["fail"]}],"insights":[{"title":"failing tool","content":"echo__fail is broken"}],"orchestrator":null,"prompt":null}',
+        },
+      ],
+      default: { text: "fine" },
+    });
+    const svc = k.service();
+    const r = await svc.start("try the fail tool");
+    expect(r.thread.state).toBe("done");
+    const report = svc.missionReports.find((m) => m.mission === "self-improvement")!;
+    expect(svc.threads.require(report.threadId!)).toMatchObject({
+      kind: "mission:self-improvement",
+      parent_thread_id: r.thread.thread_id,
+      state: "done",
+    });
+    const other = k.service({ missions: false });
+    expect(listSkills(other).map((x) => [x.name, x.source])).toEqual([["fail-tool", "learned"]]);
+    expect(other.docs.list("insight").map((d) => d.title)).toEqual(["failing tool"]);
+    // One mission run per (mission, source thread): the unique holds on PostgreSQL too.
+    const db = k.store();
+    expect(db.sql.all("SELECT mission, id FROM mission_runs")).toEqual([
+      { mission: "self-improvement", id: 1 },
+    ]);
+    const again = db.tx(() =>
+      db.sql.run(
+        `INSERT INTO mission_runs (id, mission, day, source_thread_id, created_at) VALUES (2, 'self-improvement', 'd', ?, 'now')
+         ON CONFLICT (mission, source_thread_id) DO NOTHING`,
+        [r.thread.thread_id],
+      ),
+    );
+    expect(again.changes).toBe(0);
+
+    other.versions.save(BROKEN, montyVm);
+    expect(other.versions.active().version).toBe(1);
+    for (let i = 1; i <= 3; i++) {
+      const f = await other.start(`attempt ${i}`);
+      expect(f.outcome).toBe("failed");
+      expect(f.thread.reason).toContain("orchestrator v1 failed: ValueError: broken on purpose");
+    }
+    expect(other.versions.active().version).toBe(0);
+    expect(other.versions.get(1).disabled_reason).toMatch(/^3 consecutive failures/);
+    expect(other.versions.rollback(0, "bad release").version).toBe(0);
   });
 
   it("approval decided by another session: the waiting driver runs the call once; deciding again is refused", async () => {
