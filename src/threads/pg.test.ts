@@ -13,6 +13,7 @@ import { scriptedModelClient } from "../testing/scripted-model-client.js";
 import type { ScriptInput } from "../testing/scripted-model-script.js";
 import { kitActions } from "../testing/threads-kit.js";
 import { compileThreadsConfig } from "./config.js";
+import { Driver } from "./engine.js";
 import { ThreadService, type ThreadServiceOptions } from "./service.js";
 import { listSkills } from "./skills.js";
 import { montyVm } from "./vm.js";
@@ -306,6 +307,54 @@ describe.runIf(pgAvailable())("threads on PostgreSQL", () => {
     expect(after.messages(id!)).toHaveLength(before);
     expect(after.require(id!)).toMatchObject({ state: "running", driver: "2@host-b" });
     expect(after.actions(id!)).toEqual([]);
+  });
+
+  it("a waiting thread claimed by a live driver cannot be claimed by a second one (the claim itself refuses)", async () => {
+    // Past the service's own check (the second driver is made directly): the claim transaction is
+    // what keeps one driver. Waiting with a pending approval is the case where no state move guards it.
+    const k = await pgKit(
+      {
+        turns: [
+          { tool_calls: [{ id: "w1", name: "append", arguments: { line: "once" } }] },
+          { text: "Appended." },
+        ],
+      },
+      { policy: { default: "allow", rules: [{ action: "append", decision: "require_approval" }] } },
+    );
+    const first = await k.service({ approvalWaitMs: 200 }).start("append a line");
+    expect(first.outcome).toBe("waiting");
+    const id = first.thread.thread_id;
+    expect(first.thread.driver).toBeNull();
+    const a = k.service({ driverId: "31@machine-a" });
+    const ra = a.resume(id);
+    expect(a.threads.require(id)).toMatchObject({ state: "waiting", driver: "31@machine-a" });
+    const b = k.service({ driverId: "32@machine-b" });
+    const second = new Driver(
+      {
+        threads: b.threads,
+        docs: b.docs,
+        versions: b.versions,
+        config: b.config,
+        actions: kitActions(k.appendFile, b.config.effects),
+        model: () => scriptedModelClient(k.model),
+        driverId: "32@machine-b",
+      },
+      id,
+    );
+    await expect(second.drive("resume")).rejects.toThrow(
+      `thread ${id} is being driven by process 31@machine-a`,
+    );
+    expect(b.threads.require(id).driver).toBe("31@machine-a");
+    b.approve(id);
+    const done = await ra;
+    expect(done.outcome).toBe("completed");
+    expect(b.threads.actions(id).map((x) => [x.call_id, x.status])).toEqual([["w1", "succeeded"]]);
+    expect(
+      b.threads
+        .messages(id)
+        .filter((m) => m.role === "tool")
+        .map((m) => m.call_id),
+    ).toEqual(["w1"]);
   });
 
   it("two sessions claiming one suspended thread: the second finds the first's claim and is refused", async () => {
