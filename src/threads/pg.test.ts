@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { type PgCluster, pgAvailable, startPgCluster } from "../../test/harness/pg.js";
-import { PgStore } from "../store/index.js";
+import { openSqlite, PgStore, SqliteStore } from "../store/index.js";
 import { type ScriptedModel, startScriptedModel } from "../testing/scripted-model.js";
 import { scriptedModelClient } from "../testing/scripted-model-client.js";
 import type { ScriptInput } from "../testing/scripted-model-script.js";
@@ -71,7 +71,62 @@ async function pgKit(script: ScriptInput, threads?: unknown): Promise<PgKit> {
   };
 }
 
+const THREAD_TABLES = [
+  "threads",
+  "thread_messages",
+  "thread_checkpoints",
+  "thread_vms",
+  "thread_actions",
+  "thread_approvals",
+  "thread_leases",
+  "action_grants",
+  "documents",
+  "orchestrator_failures",
+  "mission_runs",
+  "thread_inbox",
+  "thread_journal",
+];
+
 describe.runIf(pgAvailable())("threads on PostgreSQL", () => {
+  it("migration 4 has every thread table with SQLite's columns (plus thread_actions.seq) and indexes", () => {
+    const lite = new SqliteStore(openSqlite(":memory:", { create: true }));
+    const pg = PgStore.open(cluster.createDatabase());
+    try {
+      for (const t of THREAD_TABLES) {
+        const sqliteCols = lite.sql.all<{ name: string }>(`SELECT name FROM pragma_table_info('${t}')`);
+        const pgCols = pg.sql.all<{ name: string }>(
+          "SELECT column_name AS name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
+          [t],
+        );
+        const extra = t === "thread_actions" ? ["seq"] : [];
+        expect(pgCols.map((c) => c.name).sort(), t).toEqual(
+          [...sqliteCols.map((c) => c.name), ...extra].sort(),
+        );
+      }
+      const sqliteIdx = lite.sql
+        .all<{ name: string }>(
+          `SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_autoindex%' AND tbl_name IN (${THREAD_TABLES.map(() => "?").join(",")})`,
+          THREAD_TABLES,
+        )
+        .map((r) => r.name);
+      const pgIdx = pg.sql
+        .all<{ name: string }>(
+          `SELECT indexname AS name FROM pg_indexes WHERE schemaname = 'public' AND indexname NOT LIKE '%_pkey' AND indexname NOT LIKE '%_key' AND tablename IN (${THREAD_TABLES.map(() => "?").join(",")})`,
+          THREAD_TABLES,
+        )
+        .map((r) => r.name);
+      expect(pgIdx.sort()).toEqual(sqliteIdx.sort());
+      // TEXT compares byte-wise, as SQLite's BINARY does.
+      const collations = pg.sql.all<{ c: string | null }>(
+        "SELECT DISTINCT collation_name AS c FROM information_schema.columns WHERE table_name = 'threads' AND data_type = 'text'",
+      );
+      expect(collations).toEqual([{ c: "C" }]);
+    } finally {
+      lite.close();
+      pg.close();
+    }
+  });
+
   it("runs a thread with tool calls to completion: one result per call, in order, events on the log", async () => {
     const k = await pgKit({
       turns: [
