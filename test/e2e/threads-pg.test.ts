@@ -224,6 +224,37 @@ describe.runIf(pgAvailable())("threads on PostgreSQL, many processes", () => {
     expect(lines(appendFile)).toEqual([]);
   });
 
+  test("kill -9 of the driver mid model call: another machine finds it Suspended and resumes the saved VM", async () => {
+    const { url, machine } = await setup({
+      turns: [
+        { tool_calls: [{ id: "s1", name: "echo__add", arguments: { a: 1, b: 2 } }] },
+        { text: "slow", delay_ms: 30_000 },
+        { text: "The answer is 3." },
+      ],
+    });
+    const a = machine();
+    const b = machine();
+    const running = a.start(["thread", "start", "add one and two"]);
+    await waitFor(
+      () => rows(url, "SELECT 1 FROM thread_messages WHERE role = 'tool' AND call_id = 's1'").length === 1,
+      "the first tool result",
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    running.child.kill("SIGKILL");
+    await running.done;
+    const id = threadsOf(url)[0]!.thread_id;
+    expect(threadsOf(url)[0]).toMatchObject({ state: "running" });
+    const vm = rows<{ n: number }>(url, "SELECT length(vm) AS n FROM thread_vms WHERE thread_id = $1", [id]);
+    expect(vm[0]!.n).toBeGreaterThan(1000);
+
+    const show = await b.run(["thread", "show", id, "--json"]);
+    expect(JSON.parse(show.stdout).thread).toMatchObject({ state: "suspended", driver: null });
+    const resumed = await b.run(["thread", "resume", id, "--json"]);
+    expect(resumed.stderr).toBe("");
+    expect(resumed.marker).toMatchObject({ outcome: "completed", final_result: "The answer is 3." });
+    expect(toolResults(url, id)).toEqual([{ call_id: "s1", n: 1 }]);
+  });
+
   test("two machines race to resume one thread: one drives it, the other is refused, the call runs once", async () => {
     const { url, appendFile, machine } = await setup({
       turns: [
