@@ -3,7 +3,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { ErrorCode, RatchetError } from "../core/index.js";
-import { resolveWorkspace, SqliteStore } from "../store/index.js";
+import { openStore, resolveWorkspace, type Store } from "../store/index.js";
 import {
   acceptProposal,
   addSkill,
@@ -212,8 +212,13 @@ export function threadsDoctorLine(): { version: number; why: string; self_modify
   } catch {
     return null;
   }
-  if (!existsSync(ws.dbPath)) return null;
-  const store = SqliteStore.open(ws.dbPath);
+  if (!ws.storeUrl && !existsSync(ws.dbPath)) return null;
+  let store: Store;
+  try {
+    store = openStore(ws);
+  } catch {
+    return null; // a PostgreSQL server doctor cannot reach reports itself elsewhere
+  }
   try {
     const svc = threadServiceFor(store, ws.dir, {}, { withTools: false });
     const a = svc.versions.active({ selfModify: svc.config.selfModify });

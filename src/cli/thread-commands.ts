@@ -1,9 +1,10 @@
+import { mkdirSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { compileBridgeConfig, createToolRegistry, loadWorkspaceBridgeConfig } from "../bridge/index.js";
 import { ErrorCode, RatchetError } from "../core/index.js";
 import { compileModelOptions, createModelClient } from "../model/index.js";
-import { envDb, resolveWorkspace, SqliteStore } from "../store/index.js";
+import { envDb, openStore, resolveWorkspace, type Store } from "../store/index.js";
 import {
   bridgeActions,
   type DriveEvent,
@@ -23,7 +24,7 @@ export interface ThreadGlobals {
 
 export interface Opened {
   svc: ThreadService;
-  store: SqliteStore;
+  store: Store;
   close(): void;
 }
 
@@ -33,7 +34,7 @@ export interface Opened {
  * `ratchet serve` both build it here.
  */
 export function threadServiceFor(
-  store: SqliteStore,
+  store: Store,
   workspaceDir: string,
   extra: Partial<ThreadServiceOptions> = {},
   opts: { withTools?: boolean } = {},
@@ -57,7 +58,9 @@ export function open(
   opts: { withTools?: boolean } = {},
 ): Opened {
   const ws = resolveWorkspace({ ...(globals.db ? { db: globals.db } : {}) });
-  const store = SqliteStore.open(ws.dbPath, { create: Boolean(globals.db ?? envDb()) });
+  // On PostgreSQL the local folder holds only the config (and run temp folders); it may not exist yet.
+  if (ws.storeUrl) mkdirSync(ws.dir, { recursive: true });
+  const store = openStore(ws, { create: Boolean(globals.db ?? envDb()) });
   try {
     return { svc: threadServiceFor(store, ws.dir, extra, opts), store, close: () => store.close() };
   } catch (e) {

@@ -13,6 +13,7 @@ import {
   compileThreadsConfig,
   ThreadService,
   type ThreadServiceOptions,
+  type ThreadsConfig,
 } from "../threads/index.js";
 import { type ScriptedModel, startScriptedModel } from "./scripted-model.js";
 import { scriptedModelClient } from "./scripted-model-client.js";
@@ -31,6 +32,25 @@ export interface Kit {
   close(): Promise<void>;
 }
 
+/** The kit's tools: the MCP echo server and `append` (one line per call into `appendFile`). */
+export function kitActions(appendFile: string, effects: ThreadsConfig["effects"]) {
+  return bridgeActions(
+    createToolRegistry({
+      baseDir: ROOT,
+      mcpServers: { echo: { command: process.execPath, args: [ECHO_SERVER] } },
+      customTools: {
+        append: {
+          command: process.execPath,
+          args: [APPEND_TOOL, appendFile],
+          description: "Appends a line to the log.",
+          input_schema: { type: "object", properties: { line: { type: "string" } }, required: ["line"] },
+        },
+      },
+    }),
+    effects,
+  );
+}
+
 export async function makeKit(
   script: ScriptInput,
   opts: { threads?: unknown; service?: Partial<ThreadServiceOptions>; dir?: string } = {},
@@ -44,22 +64,7 @@ export async function makeKit(
     store,
     config,
     model: () => scriptedModelClient(model),
-    actions: () =>
-      bridgeActions(
-        createToolRegistry({
-          baseDir: ROOT,
-          mcpServers: { echo: { command: process.execPath, args: [ECHO_SERVER] } },
-          customTools: {
-            append: {
-              command: process.execPath,
-              args: [APPEND_TOOL, appendFile],
-              description: "Appends a line to the log.",
-              input_schema: { type: "object", properties: { line: { type: "string" } }, required: ["line"] },
-            },
-          },
-        }),
-        config.effects,
-      ),
+    actions: () => kitActions(appendFile, config.effects),
     ...opts.service,
   });
   return {

@@ -6,6 +6,7 @@
  */
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
+import { ErrorCode, RatchetError } from "../core/index.js";
 import { resultText } from "./action-keys.js";
 import { ThreadEvent } from "./events.js";
 import { type HostAnswer, HostCalls } from "./host.js";
@@ -109,6 +110,10 @@ export class Driver {
    */
   #restartEffects: (() => void) | null = null;
   #version = 0;
+  /** Whether this driver wrote its claim on the thread (only then does it heartbeat and release it). */
+  #claimed = false;
+  /** Set when a heartbeat found the thread claimed by another process. */
+  #lost = false;
 
   constructor(
     deps: EngineDeps,
@@ -136,9 +141,14 @@ export class Driver {
     const { threads } = this.#d;
     const t = threads.require(this.threadId);
     const heartbeat = setInterval(() => {
-      threads
-        .sql("UPDATE threads SET driver_heartbeat_ms = ? WHERE thread_id = ? AND driver = ?")
-        .run(this.#now(), this.threadId, this.#me);
+      // No row: another process took the thread over (this one was taken for dead) — stop writing.
+      // A failed write (the server unreachable for a moment) is not fatal here: the next beat tries
+      // again, and the fence stops this driver's writes if another process took the thread meanwhile.
+      try {
+        if (this.#claimed) this.#lost ||= !threads.heartbeat(this.threadId, this.#me, this.#now());
+      } catch {
+        // the store is closed or unreachable: nothing to renew
+      }
     }, DRIVER_HEARTBEAT_MS);
     heartbeat.unref();
     try {
@@ -147,6 +157,7 @@ export class Driver {
         const v = this.#d.versions.active({ selfModify: this.#d.config.selfModify });
         this.#version = v.version;
         this.#host.codeGates = v.version !== 0;
+        this.#claimed = true;
         threads.transition(this.threadId, "running", {
           expect: ["created"],
           patch: {
@@ -172,13 +183,24 @@ export class Driver {
         this.#version = t.orchestrator_version ?? 0;
         this.#host.codeGates = this.#version !== 0;
         if (!cp) return this.#fail(`no checkpoint to resume from`);
-        const pending = t.state === "waiting" && threads.pendingApprovals(this.threadId).length > 0;
-        const patch = { driver: this.#me, driver_heartbeat_ms: this.#now() };
-        if (pending) threads.patch(this.threadId, patch);
-        else {
-          threads.transition(this.threadId, "running", { expect: ["waiting", "suspended"], patch });
-          this.#emitState("running", null);
-        }
+        // The claim: one transaction checks that no other live process drives the thread and
+        // writes this one (two processes resuming at once: the second finds the first's claim).
+        const moved = threads.tx(() => {
+          const now = threads.require(this.threadId);
+          if (now.driver !== null && now.driver !== this.#me && driverAlive(now, this.#now()))
+            throw new RatchetError(
+              ErrorCode.IllegalTransition,
+              `thread ${this.threadId} is being driven by process ${now.driver}`,
+              { threadId: this.threadId, from: now.state, to: "running" },
+            );
+          const pending = now.state === "waiting" && threads.pendingApprovals(this.threadId).length > 0;
+          const patch = { driver: this.#me, driver_heartbeat_ms: this.#now() };
+          if (pending) threads.patch(this.threadId, patch);
+          else threads.transition(this.threadId, "running", { expect: ["waiting", "suspended"], patch });
+          return !pending;
+        });
+        this.#claimed = true;
+        if (moved) this.#emitState("running", null);
         // An unanswered call is issued again under its own number (ids made from it stay the same).
         this.#seq = cp.answered ? cp.seq : cp.seq - 1;
         this.#hasSnapshot = true;
@@ -197,9 +219,10 @@ export class Driver {
       return await this.#run(vm);
     } finally {
       clearInterval(heartbeat);
-      threads
-        .sql("UPDATE threads SET driver = NULL WHERE thread_id = ? AND driver = ?")
-        .run(this.threadId, this.#me);
+      if (this.#claimed)
+        threads
+          .sql("UPDATE threads SET driver = NULL WHERE thread_id = ? AND driver = ?")
+          .run(this.threadId, this.#me);
     }
   }
 
@@ -375,6 +398,7 @@ export class Driver {
             }
           }
           return threads.tx(() => {
+            this.#fence();
             effects?.();
             committed = true;
             const text = JSON.stringify(answer);
@@ -428,13 +452,24 @@ export class Driver {
     }
   }
 
-  /** Begins a group-commit transaction unless one is open; none when the caller is in a transaction of its own. */
+  /**
+   * Begins a group-commit transaction unless one is open; none when the caller is in a transaction
+   * of its own, or on PostgreSQL: a batch is a transaction left open across host calls, which only
+   * SQLite's connection lets this code begin and end itself (`store.tx` takes a function). There
+   * each write host call commits with its journal row in a transaction of its own.
+   */
   #openBatch(): { openedMs: number; writes: number; journal: JournalRow[] } | null {
     if (this.#batch) return this.#batch;
     const { threads } = this.#d;
-    if (threads.store.db.inTransaction) return null;
+    if (threads.postgres || threads.store.sql.inTransaction) return null;
     threads.sql("BEGIN IMMEDIATE").run();
     this.#batch = { openedMs: this.#now(), writes: 0, journal: [] };
+    try {
+      this.#fence();
+    } catch (e) {
+      this.#rollbackBatch();
+      throw e;
+    }
     return this.#batch;
   }
 
@@ -453,7 +488,11 @@ export class Driver {
     const { threads } = this.#d;
     const b = this.#batch;
     if (!b) {
-      if (external) threads.tx(external);
+      if (external)
+        threads.tx(() => {
+          this.#fence();
+          external();
+        });
       return;
     }
     try {
@@ -470,8 +509,8 @@ export class Driver {
   #rollbackBatch(): void {
     if (!this.#batch) return;
     this.#batch = null;
-    const { db } = this.#d.threads.store;
-    if (db.inTransaction) db.exec("ROLLBACK");
+    const { threads } = this.#d;
+    if (threads.store.sql.inTransaction) threads.sql("ROLLBACK").run();
   }
 
   /** Polls the approval until it is decided, the thread is cancelled, or the wait runs out. */
@@ -494,6 +533,7 @@ export class Driver {
   }
 
   async #finished(output: unknown): Promise<DriveResult | { restart: PausedVm }> {
+    this.#fence();
     const { threads } = this.#d;
     const t = threads.require(this.threadId);
     this.#d.versions.recordSuccess(this.#version);
@@ -650,6 +690,7 @@ export class Driver {
   }
 
   #fail(reason: string): DriveResult {
+    this.#fence();
     const { threads } = this.#d;
     const t = threads.require(this.threadId);
     if (t.state === "failed" || t.state === "completed" || t.state === "done")
@@ -659,6 +700,25 @@ export class Driver {
     const row = threads.transition(this.threadId, "failed", { reason });
     this.#emitState("failed", reason);
     return { outcome: "failed", thread: row };
+  }
+
+  /**
+   * Refuses to write for a thread another process now drives (a heartbeat found it taken over, or
+   * the row names another driver — restart recovery took this one for dead). Inside a write
+   * transaction the read sees every committed claim, so no write of a driver that lost the thread
+   * commits after the claim of the one that took it.
+   * @throws RatchetError `illegal_transition` naming the driver that has the thread.
+   */
+  #fence(): void {
+    if (!this.#claimed) return;
+    const driver = this.#d.threads.driverOf(this.threadId);
+    if (!this.#lost && driver === this.#me) return;
+    this.#lost = true;
+    throw new RatchetError(
+      ErrorCode.IllegalTransition,
+      `thread ${this.threadId} is no longer driven by this process (${this.#me}): ${driver ? `process ${driver} has it` : "its claim was released"}`,
+      { threadId: this.threadId, field: "driver" },
+    );
   }
 
   #emitState(state: string, reason: string | null): void {

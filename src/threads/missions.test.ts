@@ -147,9 +147,9 @@ describe("proposals", () => {
     await expect(acceptProposal(svc, good!.doc_id)).rejects.toThrow("was already accepted");
     expect(() => rejectProposal(svc, good!.doc_id, "late")).toThrow("was already accepted");
     // Each decision is one event, written with it (a refused second decision writes none).
-    const decided = svc.threads.store.db
-      .prepare("SELECT entity_id, payload FROM events WHERE type = 'proposal.decided' ORDER BY id")
-      .all() as { entity_id: string; payload: string }[];
+    const decided = svc.threads.store.sql.all<{ entity_id: string; payload: string }>(
+      "SELECT entity_id, payload FROM events WHERE type = 'proposal.decided' ORDER BY id",
+    );
     expect(decided.map((e) => [e.entity_id, JSON.parse(e.payload).status])).toEqual([
       [bad.doc_id, "rejected"],
       [good!.doc_id, "accepted"],

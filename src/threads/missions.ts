@@ -18,6 +18,7 @@ import {
   PLAYBOOK_MIN_ACTIONS,
   PLAYBOOK_MIN_STEPS,
 } from "./limits.js";
+import { nextId } from "./thread-records.js";
 import type { ThreadRow, ThreadStore } from "./thread-store.js";
 
 /** What the missions need of the thread service (so missions.ts does not import service.ts). */
@@ -227,7 +228,8 @@ export async function dispatchMissions(svc: MissionHost): Promise<MissionReport[
         }
         const ins = threads
           .sql(
-            "INSERT INTO mission_runs (mission, day, source_thread_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            `INSERT INTO mission_runs (id, mission, day, source_thread_id, created_at) VALUES (${nextId("mission_runs")}, ?, ?, ?, ?)
+             ON CONFLICT (mission, source_thread_id) DO NOTHING`,
           )
           .run(m, day, source.thread_id, threads.now());
         if (ins.changes === 0) continue;

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { ErrorCode, RatchetError } from "../core/index.js";
 import type { ModelClient } from "../model/index.js";
-import type { SqliteStore } from "../store/index.js";
+import type { Store } from "../store/index.js";
 import type { ActionProvider } from "./actions.js";
 import { approvalToDecide } from "./approvals.js";
 import { compileThreadsConfig, type ThreadsConfig } from "./config.js";
@@ -34,7 +34,7 @@ import { OrchestratorVersions } from "./versions.js";
 import type { VmFactory, VmLimits } from "./vm.js";
 
 export interface ThreadServiceOptions {
-  store: SqliteStore;
+  store: Store;
   /** Default: every default of the `threads` config section. */
   config?: ThreadsConfig;
   /** Makes the action provider of one drive (closed after it). Default: no actions. */

@@ -1,11 +1,12 @@
 /**
- * The thread tables (migration 5): threads, messages and checkpoints here; actions, approvals,
- * leases and grants in thread-store.ts. Every write runs inside `store.tx()` together with its
- * event; {@link ThreadRecords.transition} is the only code that assigns a thread's state.
+ * The thread tables (SQLite migration 5 and later, PostgreSQL migration 4): threads, messages and
+ * checkpoints here; actions, approvals, leases and grants in thread-store.ts. Every write runs
+ * inside `store.tx()` together with its event; {@link ThreadRecords.transition} is the only code
+ * that assigns a thread's state. Statements go through the store-neutral door `store.sql`
+ * (portable SQL, `?`/`@name` placeholders) and run on SQLite and PostgreSQL alike.
  */
-import type { Statement } from "better-sqlite3";
 import { ErrorCode, RatchetError } from "../core/index.js";
-import type { SqliteStore } from "../store/index.js";
+import type { SqlArgs, SqlParam, SqlRunResult, Store } from "../store/index.js";
 import { ThreadEvent } from "./events.js";
 import { canTransition, isThreadState, type ThreadState } from "./states.js";
 
@@ -89,25 +90,74 @@ export type ThreadPatch = Partial<
   >
 >;
 
+/** The placeholder `thread_checkpoints.vm` (the bytes live in `thread_vms`). */
+const EMPTY = Buffer.alloc(0);
+
 /** `thread_journal.call_name` of a row holding several calls' answers ({@link ThreadRecords.journalMany}). */
 export const JOURNAL_BATCH = "*batch";
 
+/**
+ * One statement of the thread tables, called like a prepared statement: `get/all/run(...args)`
+ * with positional arguments, or with one object for `@name` placeholders.
+ */
+export interface ThreadStatement {
+  get(...args: unknown[]): unknown;
+  all(...args: unknown[]): unknown[];
+  run(...args: unknown[]): SqlRunResult;
+}
+
+const isNamedArg = (v: unknown): v is Record<string, SqlParam> =>
+  v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Uint8Array);
+
+/** The arguments of a {@link ThreadStatement} call as {@link SqlArgs}. */
+function argsOf(a: readonly unknown[]): SqlArgs {
+  return a.length === 1 && isNamedArg(a[0]) ? a[0] : (a as SqlParam[]);
+}
+
+/** A new row id: one above the highest, handed out under the store's write lock (commit order, no gaps). */
+export const nextId = (table: string) => `(SELECT COALESCE(MAX(id), 0) + 1 FROM ${table})`;
+
 /** Threads, their messages and checkpoints. Actions and approvals: {@link ThreadStore}. */
 export class ThreadRecords {
-  readonly #stmts = new Map<string, Statement>();
+  readonly #stmts = new Map<string, ThreadStatement>();
 
   constructor(
-    readonly store: SqliteStore,
+    readonly store: Store,
     readonly now: () => string = () => new Date().toISOString(),
   ) {}
 
-  sql(sql: string): Statement {
+  /** Whether the store is PostgreSQL (for the few statements that differ). */
+  get postgres(): boolean {
+    return this.store.sql.dialect === "postgres";
+  }
+
+  /**
+   * A statement on the store's SQL door. A write outside a transaction runs in one of its own
+   * (`store.tx`), so on PostgreSQL it too holds the workspace write lock, as every SQLite write does.
+   */
+  sql(sql: string): ThreadStatement {
     let s = this.#stmts.get(sql);
     if (!s) {
-      s = this.store.db.prepare(sql);
+      const port = this.store.sql;
+      const write = (fn: () => SqlRunResult) =>
+        port.dialect === "postgres" && !port.inTransaction ? this.store.tx(fn) : fn();
+      s = {
+        get: (...a) => port.get(sql, argsOf(a)),
+        all: (...a) => port.all(sql, argsOf(a)),
+        run: (...a) => write(() => port.run(sql, argsOf(a))),
+      };
       this.#stmts.set(sql, s);
     }
     return s;
+  }
+
+  /** Runs an `INSERT … RETURNING id` (in a transaction) and returns the id. */
+  insertReturningId(sql: string, args: SqlArgs): number {
+    return this.tx(() => {
+      const r = this.store.sql.get<{ id: number }>(sql, args);
+      if (!r) throw new RatchetError(ErrorCode.Internal, `no id returned by ${sql.slice(0, 40)}…`);
+      return Number(r.id);
+    });
   }
 
   tx<T>(fn: () => T): T {
@@ -159,7 +209,7 @@ export class ThreadRecords {
 
   list(q: { state?: string; kind?: string; limit?: number } = {}): ThreadRow[] {
     const where: string[] = [];
-    const args: unknown[] = [];
+    const args: SqlParam[] = [];
     if (q.state) {
       where.push("state = ?");
       args.push(q.state);
@@ -169,7 +219,7 @@ export class ThreadRecords {
       args.push(q.kind);
     }
     const sql = `SELECT * FROM threads ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, thread_id DESC LIMIT ?`;
-    return this.store.db.prepare(sql).all(...args, q.limit ?? 50) as ThreadRow[];
+    return this.store.sql.all<ThreadRow>(sql, [...args, q.limit ?? 50]);
   }
 
   nonTerminal(): ThreadRow[] {
@@ -182,9 +232,11 @@ export class ThreadRecords {
     const keys = Object.keys(p);
     if (keys.length === 0) return;
     const set = keys.map((k) => `${k} = @${k}`).join(", ");
-    this.store.db
-      .prepare(`UPDATE threads SET ${set}, updated_at = @updated_at WHERE thread_id = @thread_id`)
-      .run({ ...p, updated_at: this.now(), thread_id: threadId });
+    this.sql(`UPDATE threads SET ${set}, updated_at = @updated_at WHERE thread_id = @thread_id`).run({
+      ...p,
+      updated_at: this.now(),
+      thread_id: threadId,
+    });
   }
 
   /**
@@ -226,6 +278,25 @@ export class ThreadRecords {
     });
   }
 
+  /** The driver recorded on a thread (`<pid>@<host>`), or null. */
+  driverOf(threadId: string): string | null {
+    const r = this.sql("SELECT driver FROM threads WHERE thread_id = ?").get(threadId) as
+      | { driver: string | null }
+      | undefined;
+    return r?.driver ?? null;
+  }
+
+  /** Renews `driver`'s heartbeat; false when the thread no longer names it (another process took it). */
+  heartbeat(threadId: string, driver: string, nowMs: number): boolean {
+    return (
+      this.sql("UPDATE threads SET driver_heartbeat_ms = ? WHERE thread_id = ? AND driver = ?").run(
+        nowMs,
+        threadId,
+        driver,
+      ).changes > 0
+    );
+  }
+
   addTokens(threadId: string, input: number, output: number, costUsd: number): void {
     this.sql(
       "UPDATE threads SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cost_usd = cost_usd + ?, updated_at = ? WHERE thread_id = ?",
@@ -244,10 +315,12 @@ export class ThreadRecords {
 
   addMessage(m: Omit<MessageRow, "id" | "created_at">): number {
     return this.tx(() => {
-      const info = this.sql(
-        `INSERT INTO thread_messages (thread_id, role, content, tool_calls, call_id, tool_name, is_error, created_at)
-         VALUES (@thread_id, @role, @content, @tool_calls, @call_id, @tool_name, @is_error, @created_at)`,
-      ).run({ ...m, created_at: this.now() });
+      const id = this.insertReturningId(
+        `INSERT INTO thread_messages (id, thread_id, role, content, tool_calls, call_id, tool_name, is_error, created_at)
+         VALUES (${nextId("thread_messages")}, @thread_id, @role, @content, @tool_calls, @call_id, @tool_name, @is_error, @created_at)
+         RETURNING id`,
+        { ...m, created_at: this.now() },
+      );
       this.event(m.thread_id, ThreadEvent.Message, {
         role: m.role,
         call_id: m.call_id,
@@ -255,7 +328,7 @@ export class ThreadRecords {
         is_error: m.is_error === 1,
         chars: m.content.length,
       });
-      return Number(info.lastInsertRowid);
+      return id;
     });
   }
 
@@ -330,19 +403,17 @@ export class ThreadRecords {
 
   /** Queues a message for a thread; the orchestrator gets it from `__check_signals__`. */
   inject(threadId: string, content: string): number {
-    const info = this.sql("INSERT INTO thread_inbox (thread_id, content, created_at) VALUES (?, ?, ?)").run(
-      threadId,
-      content,
-      this.now(),
+    return this.insertReturningId(
+      `INSERT INTO thread_inbox (id, thread_id, content, created_at) VALUES (${nextId("thread_inbox")}, ?, ?, ?) RETURNING id`,
+      [threadId, content, this.now()],
     );
-    return Number(info.lastInsertRowid);
   }
 
   /** Whether a cancel was asked, and the oldest injected message not delivered yet (one read). */
   signals(threadId: string): { cancel: boolean; next: { id: number; content: string } | undefined } {
     const r = this.sql(
       `SELECT t.cancel_requested AS cancel, i.id AS id, i.content AS content FROM threads t
-       LEFT JOIN (SELECT id, content FROM thread_inbox WHERE thread_id = ? AND delivered_at IS NULL ORDER BY id LIMIT 1) i
+       LEFT JOIN (SELECT id, content FROM thread_inbox WHERE thread_id = ? AND delivered_at IS NULL ORDER BY id LIMIT 1) i ON 1 = 1
        WHERE t.thread_id = ?`,
     ).get(threadId, threadId) as { cancel: number; id: number | null; content: string | null } | undefined;
     return {
@@ -365,11 +436,11 @@ export class ThreadRecords {
       const { vm, ...row } = c;
       this.sql(
         `INSERT INTO thread_checkpoints (thread_id, seq, vm, call_name, call_args, answered, answer, script_state, updated_at)
-         VALUES (@thread_id, @seq, x'', @call_name, @call_args, @answered, @answer, @script_state, @updated_at)
+         VALUES (@thread_id, @seq, @empty, @call_name, @call_args, @answered, @answer, @script_state, @updated_at)
          ON CONFLICT(thread_id) DO UPDATE SET seq = excluded.seq, call_name = excluded.call_name,
            call_args = excluded.call_args, answered = excluded.answered, answer = excluded.answer,
            script_state = COALESCE(excluded.script_state, thread_checkpoints.script_state), updated_at = excluded.updated_at`,
-      ).run({ script_state: null, ...row, updated_at: this.now() });
+      ).run({ script_state: null, ...row, empty: EMPTY, updated_at: this.now() });
       this.sql(
         "INSERT INTO thread_vms (thread_id, vm) VALUES (?, ?) ON CONFLICT(thread_id) DO UPDATE SET vm = excluded.vm",
       ).run(c.thread_id, vm);
@@ -386,7 +457,8 @@ export class ThreadRecords {
   /** Records the answer of a host call made after the saved VM (replayed on resume). */
   journal(threadId: string, seq: number, callName: string, answer: string): void {
     this.sql(
-      "INSERT OR REPLACE INTO thread_journal (thread_id, seq, call_name, answer) VALUES (?, ?, ?, ?)",
+      `INSERT INTO thread_journal (thread_id, seq, call_name, answer) VALUES (?, ?, ?, ?)
+       ON CONFLICT (thread_id, seq) DO UPDATE SET call_name = excluded.call_name, answer = excluded.answer`,
     ).run(threadId, seq, callName, answer);
   }
 

@@ -54,18 +54,24 @@ export interface LeaseRow {
   created_at: string;
 }
 
+/** The columns of an {@link ActionRow} (PostgreSQL's table has its insertion `seq` besides). */
+const ACTION_COLUMNS =
+  "thread_id, call_id, action, args, status, decision, lease_id, result, error, started_at, finished_at";
+
 export class ThreadStore extends ThreadRecords {
   action(threadId: string, callId: string): ActionRow | undefined {
-    return this.sql("SELECT * FROM thread_actions WHERE thread_id = ? AND call_id = ?").get(
+    return this.sql(`SELECT ${ACTION_COLUMNS} FROM thread_actions WHERE thread_id = ? AND call_id = ?`).get(
       threadId,
       callId,
     ) as ActionRow | undefined;
   }
 
   actions(threadId: string): ActionRow[] {
-    return this.sql("SELECT * FROM thread_actions WHERE thread_id = ? ORDER BY started_at, rowid").all(
-      threadId,
-    ) as ActionRow[];
+    // Insertion order among calls started in the same millisecond: SQLite's rowid, PostgreSQL's `seq`.
+    const order = this.postgres ? "seq" : "rowid";
+    return this.sql(
+      `SELECT ${ACTION_COLUMNS} FROM thread_actions WHERE thread_id = ? ORDER BY started_at, ${order}`,
+    ).all(threadId) as ActionRow[];
   }
 
   insertAction(a: Omit<ActionRow, "started_at" | "finished_at" | "result" | "error">): void {

@@ -184,7 +184,7 @@ export class OrchestratorVersions {
       this.threads
         .sql(
           `INSERT INTO orchestrator_failures (version, consecutive, total, last_error, updated_at) VALUES (?, 1, 1, ?, ?)
-           ON CONFLICT(version) DO UPDATE SET consecutive = consecutive + 1, total = total + 1, last_error = excluded.last_error, updated_at = excluded.updated_at`,
+           ON CONFLICT(version) DO UPDATE SET consecutive = orchestrator_failures.consecutive + 1, total = orchestrator_failures.total + 1, last_error = excluded.last_error, updated_at = excluded.updated_at`,
         )
         .run(version, error, now);
       const f = this.#failures(version)!;
