@@ -448,13 +448,13 @@ export function copyStore(from: CopyEnd, to: CopyEnd, opts: CopyOptions = {}): C
           );
         const plans = planAll(from, to, notes);
         for (const p of plans) {
-          say(`copying ${p.table.name}`);
+          const n = rowCount(from.store.sql, p.table.name);
+          if (n > 0) say(`copying ${p.table.name} (${n} rows)`);
           readPages(from.store.sql, p.read, batch, (rows) => insertRows(to, p, rows, batch));
           resetSequences(to, p);
         }
-        say("copying blobs");
         const blobs = copyBlobs(from.blobs, to.blobs, { from: from.label, to: to.label }, now);
-        say("verifying");
+        say(`copied ${blobs.count} blobs; verifying`);
         const result = compare(from, to, plans, batch, blobs);
         if (firstMismatch(result)) throw new Mismatch(result);
         return { ok: true, committed: true, from: from.label, to: to.label, ...result, notes };
