@@ -185,6 +185,49 @@ describe.runIf(pgAvailable())("store copy", () => {
     expect(c.store.integrityCheck()).toBe("ok");
   });
 
+  test("thread rows with BLOB columns: SQLite → SQLite byte for byte; a PostgreSQL target without the thread tables refuses naming one", () => {
+    const a = sqliteEnd();
+    fill(a);
+    const vm = Buffer.from(Array.from({ length: 300 }, (_, i) => (i * 37) % 256));
+    a.store.db.exec(`
+INSERT INTO threads (thread_id, goal, kind, state, budget, cancel_requested, cost_usd, created_at, updated_at)
+  VALUES ('th-1', 'g', 'chat', 'waiting', '{}', 1, 0.25, '${T}', '${T}');
+INSERT INTO thread_checkpoints (thread_id, seq, vm, call_name, call_args, answered, updated_at)
+  VALUES ('th-1', 3, x'', 'ask', '[]', 0, '${T}');
+INSERT INTO thread_journal (thread_id, seq, call_name, answer) VALUES ('th-1', 2, 'b', '"2"'), ('th-1', 1, 'a', '"1"');`);
+    a.store.db.prepare("INSERT INTO thread_vms (thread_id, vm) VALUES ('th-1', ?)").run(vm);
+    const c = sqliteEnd();
+    const r = copyStore(a, c);
+    expect(r.ok).toBe(true);
+    expect(r.tables.find((t) => t.table === "thread_vms")).toMatchObject({ rows: 1, ok: true });
+    const got = c.store.db
+      .prepare(
+        "SELECT v.vm AS vm, k.vm AS empty FROM thread_vms v JOIN thread_checkpoints k USING (thread_id)",
+      )
+      .get() as {
+      vm: Buffer;
+      empty: Buffer;
+    };
+    expect(Buffer.compare(got.vm, vm)).toBe(0);
+    expect(got.empty.length).toBe(0);
+    expect(verifyStores(a, c).ok).toBe(true);
+    // A changed byte is a difference.
+    c.store.db
+      .prepare("UPDATE thread_vms SET vm = ?")
+      .run(Buffer.concat([vm.subarray(0, 299), Buffer.from([0])]));
+    expect(firstMismatch(verifyStores(a, c))).toBe("thread_vms");
+
+    const b = pgEnd();
+    if (tablesOf(b.store.sql).has("threads")) {
+      expect(copyStore(a, b).ok).toBe(true);
+    } else {
+      const e = refusal(() => copyStore(a, b));
+      expect(e.details).toMatchObject({ field: "to", table: "threads" });
+      expect(e.message).toContain("refusing rather than dropping");
+      expect(pgRows(b, "SELECT COUNT(*) AS n FROM plans")).toEqual([{ n: 0 }]);
+    }
+  });
+
   test("a target with Ratchet data is refused naming it and its first non-empty table; nothing written", () => {
     const a = sqliteEnd();
     fill(a);

@@ -222,6 +222,56 @@ describe.runIf(pgAvailable())("ratchet store copy", () => {
     expect((await ws.run(["store", "copy", ".", url, "--batch", "0"])).status).toBe(2);
   });
 
+  test("skills (documents) and notes (provenance): copied to a SQLite file and read back the same; PostgreSQL without those tables refuses naming one", async () => {
+    const ws = await workspace();
+    expect(
+      (
+        await ws.run([
+          "skills",
+          "add",
+          "triage",
+          "--content",
+          "look at issues",
+          "--keywords",
+          "triage,issues",
+        ])
+      ).status,
+    ).toBe(0);
+    const note = await ws.run([
+      "note",
+      "Finance reconciles by fiscal week",
+      "--at",
+      "2026-11-30 14:00",
+      "--ref",
+      "kind=meeting,label=finance sync",
+    ]);
+    expect(note.status, note.stderr).toBe(0);
+    const dir = tempDir();
+    const file = join(dir, "copy.db");
+    const r = await ws.run(["store", "copy", ".", file, "--json", "--quiet"]);
+    expect(r.status, r.stderr).toBe(0);
+    const rows = Object.fromEntries(json<Report>(r).tables.map((t) => [t.table, t.rows]));
+    expect(rows).toMatchObject({
+      documents: 1,
+      prov_utterances: 1,
+      prov_references: 1,
+      prov_reference_links: 1,
+    });
+    const list = ["skills", "list", "--json"];
+    expect((await ratchet(["--db", file, ...list], { cwd: dir })).stdout).toBe((await ws.run(list)).stdout);
+
+    const url = cluster.createDatabase();
+    const hasDocs = pg<{ t: string | null }>(url, "SELECT to_regclass('documents')::text AS t")[0]?.t;
+    const toPg = await ws.run(["store", "copy", ".", url]);
+    if (hasDocs) {
+      expect(toPg.status, toPg.stderr).toBe(0);
+    } else {
+      expect(toPg.status).toBe(2);
+      expect(toPg.stderr).toMatch(/has no table (documents|prov_utterances)/);
+      expect(pg(url, "SELECT COUNT(*) AS n FROM events")).toEqual([{ n: 0 }]);
+    }
+  });
+
   test("kill -9 mid-copy leaves an empty target (PostgreSQL: rolled back; SQLite: migrated, no rows); the next copy fills it", async () => {
     const ws = await workspace();
     const N = 250;
