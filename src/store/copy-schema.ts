@@ -12,6 +12,8 @@ const crypto = lazyBuiltin<typeof import("node:crypto")>("node:crypto");
 /** A column of a table as the catalogue describes it. */
 export interface ColumnInfo {
   name: string;
+  /** A text column (compared byte-wise by the digest's order, whatever its collation). */
+  text: boolean;
   /** PostgreSQL only: an identity column or one whose default is a sequence (`nextval`). */
   sequence: "always" | "default" | null;
 }
@@ -36,17 +38,26 @@ export function tablesOf(sql: SqlPort): Set<string> {
 export function columnsOf(sql: SqlPort, table: string): ColumnInfo[] {
   if (sql.dialect === "sqlite")
     return sql
-      .all<{ name: string }>("SELECT name FROM pragma_table_info(?) ORDER BY cid", [table])
-      .map((r) => ({ name: r.name, sequence: null }));
+      .all<{ name: string; type: string }>("SELECT name, type FROM pragma_table_info(?) ORDER BY cid", [
+        table,
+      ])
+      .map((r) => ({ name: r.name, text: /CHAR|CLOB|TEXT/i.test(r.type), sequence: null }));
   return sql
-    .all<{ name: string; is_identity: string; identity_generation: string | null; dflt: string | null }>(
-      `SELECT column_name AS name, is_identity, identity_generation, column_default AS dflt
+    .all<{
+      name: string;
+      data_type: string;
+      is_identity: string;
+      identity_generation: string | null;
+      dflt: string | null;
+    }>(
+      `SELECT column_name AS name, data_type, is_identity, identity_generation, column_default AS dflt
          FROM information_schema.columns
         WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position`,
       [table],
     )
     .map((r) => ({
       name: r.name,
+      text: ["text", "character varying", "character"].includes(r.data_type),
       sequence:
         r.is_identity === "YES"
           ? r.identity_generation === "ALWAYS"
@@ -80,7 +91,7 @@ export interface ReadPlan {
   table: string;
   /** Column name → SQL: the column itself (quoted) or an expression standing in for it. */
   columns: ReadonlyMap<string, string>;
-  /** A unique order: column names or expressions (`rowid`). */
+  /** A unique order: SQL expressions (`"id"`, `rowid`, `"plan_id" COLLATE "C"`). */
   order: readonly string[];
 }
 
@@ -98,9 +109,9 @@ export function readPages(
 ): void {
   const select = [
     ...[...plan.columns].map(([name, expr]) => `${expr} AS ${q(name)}`),
-    ...plan.order.map((o, i) => `${orderExpr(o)} AS ${q(`${ORDER_ALIAS}${i}`)}`),
+    ...plan.order.map((o, i) => `${o} AS ${q(`${ORDER_ALIAS}${i}`)}`),
   ].join(", ");
-  const order = plan.order.map(orderExpr).join(", ");
+  const order = plan.order.join(", ");
   const first = `SELECT ${select} FROM ${q(plan.table)} ORDER BY ${order} LIMIT ?`;
   const next = `SELECT ${select} FROM ${q(plan.table)} WHERE (${order}) > (${plan.order.map(() => "?").join(", ")}) ORDER BY ${order} LIMIT ?`;
   let after: SqlParam[] | undefined;
@@ -117,8 +128,15 @@ export function readPages(
   }
 }
 
-/** `rowid` stays bare (quoted it would still work on SQLite, but it is not a declared column). */
-const orderExpr = (o: string): string => (o === "rowid" ? "rowid" : q(o));
+/**
+ * The order expression of a key column: text byte-wise on both stores (SQLite's BINARY equals
+ * PostgreSQL's "C" on UTF-8), so a digest does not depend on a database's locale or a column's
+ * collation.
+ */
+export function keyOrder(dialect: SqlDialect, col: ColumnInfo): string {
+  if (!col.text) return q(col.name);
+  return `${q(col.name)} COLLATE ${dialect === "postgres" ? '"C"' : "BINARY"}`;
+}
 
 /**
  * A value as both stores hand it over, in one canonical form: bytes as `{"$bytes": base64}`,
@@ -161,6 +179,7 @@ export function digestTable(
   sql: SqlPort,
   table: string,
   columns: ReadonlyMap<string, string>,
+  /** The key's order expressions ({@link keyOrder}). */
   key: readonly string[],
   pageRows: number,
 ): TableDigest {

@@ -356,6 +356,23 @@ INSERT INTO thread_journal (thread_id, seq, call_name, answer) VALUES ('th-1', 2
     expect(m).toEqual([{ id: 3 }]);
   });
 
+  test("a target column with a locale collation (text orders differently) still verifies: the digest orders byte-wise", () => {
+    const a = sqliteEnd();
+    fill(a);
+    a.store.db.exec(
+      `INSERT INTO plans (plan_id, goal, status, max_revisions, created_at, updated_at) VALUES ('P-a9', 'lower', 'IN_PROGRESS', 3, '${T}', '${T}')`,
+    );
+    const b = pgEnd();
+    b.store.pg.exec('ALTER TABLE plans ALTER COLUMN plan_id TYPE TEXT COLLATE "und-x-icu"');
+    const r = copyStore(a, b);
+    expect(r.ok, JSON.stringify(r.tables.filter((t) => !t.ok))).toBe(true);
+    // The attack bites: the target's own order is not the source's.
+    expect(
+      pgRows<{ plan_id: string }>(b, "SELECT plan_id FROM plans ORDER BY plan_id").map((x) => x.plan_id),
+    ).toEqual(["P-A", "P-a9", "P-B"]);
+    expect(verifyStores(b, a).ok).toBe(true);
+  });
+
   test("store verify finds a tampered copy and names the table; a blob missing on one side too", () => {
     const a = sqliteEnd();
     const { blob } = fill(a);

@@ -22,6 +22,7 @@ import {
   columnsOf,
   digestTable,
   hasRows,
+  keyOrder,
   paramValue,
   q,
   type ReadPlan,
@@ -183,6 +184,9 @@ interface TablePlan {
   /** Column → expression on each side, for the digest (what both sides can express). */
   digestFrom: Map<string, string>;
   digestTo: Map<string, string>;
+  /** The key's order expressions on each side (text byte-wise). */
+  keyFrom: string[];
+  keyTo: string[];
   /** PostgreSQL target: an identity column the insert must override, sequences to move past the ids. */
   overriding: boolean;
   sequences: string[];
@@ -242,14 +246,17 @@ function planTable(from: CopyEnd, to: CopyEnd, t: CopyTable, here: Set<string>, 
       );
   const insert = new Map([...srcCols].filter(([name]) => dstNames.has(name)));
   const common = [...srcCols.keys()].filter((n) => dstCols.has(n));
+  const keyOf = (cols: readonly ColumnInfo[], dialect: SqlDialect) =>
+    t.key.map((k) => keyOrder(dialect, cols.find((c) => c.name === k) as ColumnInfo));
+  const keyFrom = keyOf(srcPhys, src.dialect);
   const order =
     src.dialect === "sqlite"
       ? hasRowid(src, t.name)
         ? ["rowid"]
-        : t.key
+        : keyFrom
       : t.pgOrder?.every((c) => srcNames.has(c))
-        ? t.pgOrder
-        : t.key;
+        ? t.pgOrder.map(q)
+        : keyFrom;
   return {
     kind: "copy",
     plan: {
@@ -257,6 +264,8 @@ function planTable(from: CopyEnd, to: CopyEnd, t: CopyTable, here: Set<string>, 
       read: { table: t.name, columns: insert, order },
       digestFrom: new Map(common.map((n) => [n, srcCols.get(n) as string])),
       digestTo: new Map(common.map((n) => [n, dstCols.get(n) as string])),
+      keyFrom,
+      keyTo: keyOf(dstPhys, dst.dialect),
       overriding: dstPhys.some((c) => c.sequence === "always" && insert.has(c.name)),
       sequences: dstPhys.filter((c) => c.sequence !== null && insert.has(c.name)).map((c) => c.name),
     },
@@ -380,8 +389,8 @@ function compare(
   blobsFrom: BlobDigest,
 ): { tables: TableCheck[]; blobs: BlobCheck } {
   const tables = plans.map((p): TableCheck => {
-    const a = digestTable(from.store.sql, p.table.name, p.digestFrom, p.table.key, batch);
-    const b = digestTable(to.store.sql, p.table.name, p.digestTo, p.table.key, batch);
+    const a = digestTable(from.store.sql, p.table.name, p.digestFrom, p.keyFrom, batch);
+    const b = digestTable(to.store.sql, p.table.name, p.digestTo, p.keyTo, batch);
     const ok = a.rows === b.rows && a.hash === b.hash;
     return {
       table: p.table.name,
