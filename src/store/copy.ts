@@ -16,22 +16,10 @@
  */
 import { ErrorCode, RatchetError } from "../core/index.js";
 import { type BlobDigest, type BlobHome, copyBlobs, digestBlobs } from "./copy-blobs.js";
-import {
-  type ColumnInfo,
-  columnHasData,
-  columnsOf,
-  digestTable,
-  hasRows,
-  keyOrder,
-  paramValue,
-  q,
-  type ReadPlan,
-  readPages,
-  rowCount,
-  tablesOf,
-} from "./copy-schema.js";
+import { insertRows, planAll, planTable, refuse, resetSequences, type TablePlan } from "./copy-plan.js";
+import { digestTable, hasRows, readPages, rowCount, tablesOf } from "./copy-schema.js";
 import { PgStore } from "./postgres/pg-store.js";
-import type { SqlDialect, SqlParam, SqlPort } from "./sql.js";
+import type { SqlDialect } from "./sql.js";
 import { SqliteStore } from "./sqlite/sqlite-store.js";
 import type { Store } from "./types.js";
 
@@ -173,136 +161,6 @@ export interface CopyReport {
 }
 
 const DEFAULT_BATCH_ROWS = 500;
-/** Parameters per statement (below SQLite's 32766 and PostgreSQL's 65535). */
-const MAX_PARAMS = 30_000;
-
-/** How one table moves from one store to the other. */
-interface TablePlan {
-  table: CopyTable;
-  /** Columns inserted on the target, each read from the source by its expression. */
-  read: ReadPlan;
-  /** Column → expression on each side, for the digest (what both sides can express). */
-  digestFrom: Map<string, string>;
-  digestTo: Map<string, string>;
-  /** The key's order expressions on each side (text byte-wise). */
-  keyFrom: string[];
-  keyTo: string[];
-  /** PostgreSQL target: an identity column the insert must override, sequences to move past the ids. */
-  overriding: boolean;
-  sequences: string[];
-}
-
-type Planned = { kind: "copy"; plan: TablePlan } | { kind: "skip"; table: string; note: string };
-
-const refuse = (field: "from" | "to", message: string, details: Record<string, unknown> = {}) =>
-  new RatchetError(ErrorCode.InvalidValue, message, { field, ...details });
-
-/** Column name → expression on a side: physical columns quoted, implicit ones as their SQL. */
-function sideColumns(cols: readonly ColumnInfo[], t: CopyTable, dialect: SqlDialect): Map<string, string> {
-  const m = new Map<string, string>(cols.map((c) => [c.name, q(c.name)]));
-  for (const [name, expr] of Object.entries(t.implicit?.[dialect] ?? {})) if (!m.has(name)) m.set(name, expr);
-  return m;
-}
-
-/**
- * Decides, from both catalogues, what of one table is copied. A source table or column the target
- * cannot hold is refused when it holds data and skipped (with a note) when it does not.
- * @throws invalid_value naming the table (and column) that would lose data.
- */
-function planTable(from: CopyEnd, to: CopyEnd, t: CopyTable, here: Set<string>, there: Set<string>): Planned {
-  const src = from.store.sql;
-  const dst = to.store.sql;
-  if (!here.has(t.name)) return { kind: "skip", table: t.name, note: `not in ${from.label}` };
-  if (!there.has(t.name)) {
-    const n = rowCount(src, t.name);
-    if (n > 0)
-      throw refuse(
-        "to",
-        `store copy: ${to.label} has no table ${t.name} (its migration is not in this version of Ratchet's ${dst.dialect} store), but ${from.label} holds ${n} rows in it: refusing rather than dropping them; nothing was written`,
-        { table: t.name },
-      );
-    return { kind: "skip", table: t.name, note: `no table in ${to.label}; none in ${from.label} either` };
-  }
-  const srcPhys = columnsOf(src, t.name);
-  const dstPhys = columnsOf(dst, t.name);
-  const srcCols = sideColumns(srcPhys, t, src.dialect);
-  const dstCols = sideColumns(dstPhys, t, dst.dialect);
-  const dstNames = new Set(dstPhys.map((c) => c.name));
-  const srcNames = new Set(srcPhys.map((c) => c.name));
-  for (const [name] of srcCols) {
-    if (dstCols.has(name)) continue;
-    if (srcNames.has(name) && columnHasData(src, t.name, name))
-      throw refuse(
-        "to",
-        `store copy: ${to.label} has no column ${t.name}.${name}, but ${from.label} holds values in it: refusing rather than dropping them; nothing was written`,
-        { table: t.name, column: name },
-      );
-  }
-  for (const k of t.key)
-    if (!srcNames.has(k) || !dstNames.has(k))
-      throw new RatchetError(
-        ErrorCode.Internal,
-        `store copy: key column ${t.name}.${k} is missing on a side`,
-      );
-  const insert = new Map([...srcCols].filter(([name]) => dstNames.has(name)));
-  const common = [...srcCols.keys()].filter((n) => dstCols.has(n));
-  const keyOf = (cols: readonly ColumnInfo[], dialect: SqlDialect) =>
-    t.key.map((k) => keyOrder(dialect, cols.find((c) => c.name === k) as ColumnInfo));
-  const keyFrom = keyOf(srcPhys, src.dialect);
-  const order =
-    src.dialect === "sqlite"
-      ? hasRowid(src, t.name)
-        ? ["rowid"]
-        : keyFrom
-      : t.pgOrder?.every((c) => srcNames.has(c))
-        ? t.pgOrder.map(q)
-        : keyFrom;
-  return {
-    kind: "copy",
-    plan: {
-      table: t,
-      read: { table: t.name, columns: insert, order },
-      digestFrom: new Map(common.map((n) => [n, srcCols.get(n) as string])),
-      digestTo: new Map(common.map((n) => [n, dstCols.get(n) as string])),
-      keyFrom,
-      keyTo: keyOf(dstPhys, dst.dialect),
-      overriding: dstPhys.some((c) => c.sequence === "always" && insert.has(c.name)),
-      sequences: dstPhys.filter((c) => c.sequence !== null && insert.has(c.name)).map((c) => c.name),
-    },
-  };
-}
-
-/** Whether a SQLite table has a `rowid` (is not `WITHOUT ROWID`): its insertion order. */
-const hasRowid = (sql: SqlPort, table: string): boolean =>
-  !/without\s+rowid/i.test(
-    sql.get<{ sql: string }>("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", [table])
-      ?.sql ?? "",
-  );
-
-/** Plans every registry table; refuses a source table nobody knows when it holds rows. */
-function planAll(from: CopyEnd, to: CopyEnd, notes: string[]): TablePlan[] {
-  const here = tablesOf(from.store.sql);
-  const there = tablesOf(to.store.sql);
-  const known = new Set([...COPY_TABLES.map((t) => t.name), ...Object.keys(COPY_SKIPPED)]);
-  for (const name of [...here].sort()) {
-    if (known.has(name)) continue;
-    if (hasRows(from.store.sql, name))
-      throw refuse(
-        "from",
-        `store copy: ${from.label} has a table ${name} that store copy does not know (written by a newer Ratchet?), with rows in it: refusing rather than dropping them; nothing was written`,
-        { table: name },
-      );
-    notes.push(`${name}: unknown table, empty: skipped`);
-  }
-  const plans: TablePlan[] = [];
-  for (const t of COPY_TABLES) {
-    const p = planTable(from, to, t, here, there);
-    if (p.kind === "copy") plans.push(p.plan);
-    else notes.push(`${p.table}: ${p.note}: skipped`);
-  }
-  return plans;
-}
-
 /** The first table of `end` with rows (registry tables, then the blobs table), or undefined. */
 function firstNonEmpty(end: CopyEnd): string | undefined {
   const tables = tablesOf(end.store.sql);
@@ -336,48 +194,6 @@ function inSnapshot<T>(store: Store, fn: () => T): T {
   }
   end();
   return result;
-}
-
-/** A target refusal of rows (a value its column type cannot hold, a constraint): not a bug of ours. */
-function isDataError(err: unknown): boolean {
-  const code = (err as { code?: unknown }).code;
-  if (typeof code !== "string") return false;
-  return /^(22|23)/.test(code) || code.startsWith("SQLITE_CONSTRAINT") || code === "SQLITE_MISMATCH";
-}
-
-function insertRows(to: CopyEnd, plan: TablePlan, rows: Record<string, unknown>[], batch: number): void {
-  const cols = [...plan.read.columns.keys()];
-  const per = Math.max(1, Math.min(batch, Math.floor(MAX_PARAMS / Math.max(1, cols.length))));
-  const head = `INSERT INTO ${q(plan.table.name)} (${cols.map(q).join(", ")})${plan.overriding ? " OVERRIDING SYSTEM VALUE" : ""} VALUES `;
-  const tuple = `(${cols.map(() => "?").join(", ")})`;
-  for (let i = 0; i < rows.length; i += per) {
-    const chunk = rows.slice(i, i + per);
-    const params: SqlParam[] = [];
-    for (const r of chunk) for (const c of cols) params.push(paramValue(r[c]));
-    try {
-      to.store.sql.run(head + chunk.map(() => tuple).join(", "), params);
-    } catch (err) {
-      if (!isDataError(err)) throw err;
-      const key = (r: Record<string, unknown> | undefined) =>
-        plan.table.key.map((k) => `${k}=${JSON.stringify(r?.[k])}`).join(",");
-      const msg = String((err as Error).message).split(" (in: ")[0];
-      throw refuse(
-        "from",
-        `store copy: ${to.label} refused rows of ${plan.table.name} (${key(chunk[0])} … ${key(chunk[chunk.length - 1])}): ${msg}; nothing was written`,
-        { table: plan.table.name },
-      );
-    }
-  }
-}
-
-/** PostgreSQL target: moves each sequence behind a copied column past the largest copied id. */
-function resetSequences(to: CopyEnd, plan: TablePlan): void {
-  if (to.store.sql.dialect !== "postgres") return;
-  for (const c of plan.sequences)
-    to.store.sql.get(
-      `SELECT setval(pg_get_serial_sequence(?, ?), COALESCE(MAX(${q(c)}), 0) + 1, false) AS v FROM ${q(plan.table.name)}`,
-      [q(plan.table.name), c],
-    );
 }
 
 /** Compares every planned table and the blobs of two ends (both read in their current snapshot). */
@@ -455,7 +271,7 @@ export function copyStore(from: CopyEnd, to: CopyEnd, opts: CopyOptions = {}): C
             `store copy: ${to.label} already holds Ratchet data (table ${busy} has rows): store copy writes only into an empty store; nothing was written`,
             { table: busy, to: to.label },
           );
-        const plans = planAll(from, to, notes);
+        const plans = planAll(from, to, { tables: COPY_TABLES, skipped: COPY_SKIPPED }, notes);
         for (const p of plans) {
           const n = rowCount(from.store.sql, p.table.name);
           if (n > 0) say(`copying ${p.table.name} (${n} rows)`);
