@@ -13,6 +13,7 @@ import { err, guardStdio, out } from "./io.js";
 import { events, planList, planShow, projectAdd, projectList } from "./reads.js";
 import { reasonGroup } from "./reason-commands.js";
 import { reviewCommand } from "./review-command.js";
+import { addStoreCommands } from "./store-commands.js";
 import { addWhyCommands } from "./why-commands.js";
 import { addWordsCommands } from "./words-commands.js";
 import { runBatch, runFlowCommand } from "./write-flows.js";
@@ -189,6 +190,7 @@ function build(setStatus: (n: number) => void): Command {
   addThreadCommands(program, act, globals);
   addGraphCommands(program, act, globals);
   addCompletionCommands(program, act, globals);
+  addStoreCommands(program, act);
 
   return program;
 }

@@ -1,4 +1,17 @@
 export { BlobStore, type Blobs, blobHash, checkBlobHash, DbBlobStore } from "./blobs.js";
+export {
+  COPY_SKIPPED,
+  COPY_TABLES,
+  type CopyEnd,
+  type CopyOptions,
+  type CopyReport,
+  type CopyTable,
+  copyStore,
+  firstMismatch,
+  type TableCheck,
+  verifyStores,
+} from "./copy.js";
+export { type EndRole, openCopyEnd } from "./copy-ends.js";
 export { PG_MIGRATIONS, type PgMigration } from "./postgres/migrations.js";
 export { PgStore } from "./postgres/pg-store.js";
 export { PgError, type PgParam, type PgResult, SyncPg, type SyncPgOptions } from "./postgres/sync-client.js";
