@@ -35,3 +35,7 @@ export const PG_LISTEN_BACKOFF_MS = 100;
 export const PG_LISTEN_BACKOFF_MAX_MS = 5000;
 /** How long the event listener's connection attempt may take. */
 export const PG_LISTEN_CONNECT_TIMEOUT_MS = 10_000;
+/** How far a webhook's `X-Ratchet-Timestamp` may be from the server's clock (replay window). */
+export const WEBHOOK_WINDOW_SECONDS = 300;
+/** Accepted webhook signatures remembered against replays (per server process). */
+export const WEBHOOK_REPLAY_MAX = 10_000;
