@@ -126,6 +126,8 @@ export class PgEventListener {
       connectionString: this.url,
       connectionTimeoutMillis: PG_LISTEN_CONNECT_TIMEOUT_MS,
       keepAlive: true,
+      // Named apart from the store's sessions (`ratchet`) in pg_stat_activity.
+      application_name: "ratchet-listen",
     });
     let lost = false;
     const onLost = (why: string) => {

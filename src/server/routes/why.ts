@@ -20,15 +20,16 @@ export const whyRoutes: RouteGroup = (app, { ctx, readOnly, describe }) => {
   };
 
   app.get("/api/plans/:planId/reasons", (c) => {
+    const store = whyStore("GET /api/plans/{id}/reasons");
     const planId = c.req.param("planId");
     const plan = ctx.store.getPlan(planId);
     if (!plan) throw new RatchetError(ErrorCode.PlanNotFound, `plan ${planId} not found`, { planId });
     const project = plan.project === "none" ? null : (plan.project ?? null);
-    const store = whyStore("GET /api/plans/{id}/reasons");
     return c.json(planChecklist(store, nodeSourceFor(ctx.store), { plan_id: plan.plan_id, project }));
   });
 
   app.get("/api/why", (c) => {
+    const store = whyStore("GET /api/why");
     const project = c.req.query("project");
     if (!project) throw new RatchetError(ErrorCode.Usage, "why: `project` is required", { field: "project" });
     if (!ctx.store.getProject(project))
@@ -45,7 +46,6 @@ export const whyRoutes: RouteGroup = (app, { ctx, readOnly, describe }) => {
       );
     const target = c.req.query("target") || undefined;
     const search = c.req.query("search");
-    const store = whyStore("GET /api/why");
     const r = ctx.store.tx(() =>
       why(
         store,
