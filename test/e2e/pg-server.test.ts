@@ -8,13 +8,22 @@
  * up by id.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { EVENTS_CHANNEL, EventHub, PgEventListener } from "../../src/server/index.js";
 import { type EventRow, PgStore } from "../../src/store/index.js";
 import { type PgCluster, pgAvailable, startPgCluster } from "../harness/pg.js";
-import { assertBuilt, makeTempDir, type RunningCli, ratchet, startRatchet, waitFor } from "../helpers/cli.js";
+import {
+  assertBuilt,
+  BIN,
+  makeTempDir,
+  type RunningCli,
+  ratchet,
+  startRatchet,
+  waitFor,
+} from "../helpers/cli.js";
 import { connectSse } from "../helpers/sse.js";
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
@@ -216,6 +225,30 @@ describe("ratchet serve on PostgreSQL", () => {
       const read = await client.readResource({ uri: `ratchet://plan/${planId}` });
       const first = read.contents[0] as { text?: string };
       expect(JSON.parse(first.text ?? "{}").plan.goal).toBe("through MCP on PG");
+    } finally {
+      await client.close();
+    }
+  });
+
+  test("`ratchet mcp` (stdio) on PostgreSQL writes and reads the shared database", async () => {
+    const client = new Client({ name: "ratchet-pg-stdio", version: "1.0.0" });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [BIN, "--db", url, "mcp"],
+        cwd: other.dir,
+        stderr: "pipe",
+      }),
+    );
+    try {
+      const pub = (await client.callTool({
+        name: "publish_plan",
+        arguments: { goal: "through stdio MCP on PG", steps: [{ title: "t", type: "THINKING" }] },
+      })) as { structuredContent?: Json; isError?: boolean };
+      expect(pub.isError, JSON.stringify(pub)).toBeFalsy();
+      const planId = pub.structuredContent?.result.plan_id as string;
+      // the HTTP server on the same database sees it
+      expect((await get(`/api/plans/${planId}`)).body.plan.goal).toBe("through stdio MCP on PG");
     } finally {
       await client.close();
     }

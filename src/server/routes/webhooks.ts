@@ -8,6 +8,7 @@
  * no token and no (or a bad, stale or replayed) signature 401; bad body or variables 400 naming the
  * field. A run never self-heals: the trigger goes through `runWorkflow` like every other one.
  */
+import { join } from "node:path";
 import type { Context } from "hono";
 import {
   assertNoForbiddenKeys,
@@ -71,7 +72,7 @@ function webhookSecret(ctx: ServerContext, wf: Workflow, name: string): string |
   try {
     const got = resolveSecrets(
       { ...wf, secrets: [secret] },
-      { env: { [`SECRET_${secret}`]: process.env[name] }, secretsFile: `${ctx.workspace.dir}/secrets` },
+      { env: { [`SECRET_${secret}`]: process.env[name] }, secretsFile: join(ctx.workspace.dir, "secrets") },
     );
     return got[`SECRET_${secret}`];
   } catch {
