@@ -199,6 +199,28 @@ describe("ratchet serve on PostgreSQL", () => {
     }
   });
 
+  test("eight writer processes at once: the open stream gets every id once, in order", async () => {
+    const p = await publishPlan(other, "many writers", 8);
+    const from = lastEventId(url);
+    const sse = await connectSse(`${server.base}/events?since=${from}`);
+    try {
+      const writers = p.step_ids.map((id) =>
+        other.run(["step", "start", "-"], JSON.stringify({ step_id: id })),
+      );
+      for (const r of await Promise.all(writers)) expect(r.status, r.stderr).toBe(0);
+      const last = lastEventId(url);
+      expect(last - from).toBeGreaterThanOrEqual(8);
+      const got = await sse.waitFor(last - from, 30_000);
+      expect(got.map((m) => Number(m.id))).toEqual(
+        Array.from({ length: last - from }, (_, i) => from + 1 + i),
+      );
+      const started = got.map((m) => JSON.parse(m.data) as Json).filter((e) => e.type === "step.in_progress");
+      expect(started.map((e) => e.entity_id).sort()).toEqual([...p.step_ids].sort());
+    } finally {
+      sse.close();
+    }
+  });
+
   test("the MCP SDK client over streamable HTTP works on a PostgreSQL workspace", async () => {
     const client = new Client({ name: "ratchet-pg-test", version: "1.0.0" });
     await client.connect(
@@ -356,6 +378,25 @@ describe("the LISTEN session", () => {
         "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ratchet-listen'",
       );
       expect(listeners[0]?.[0]).toBe("1");
+    } finally {
+      unsubscribe();
+      hub.close();
+      store.close();
+    }
+  });
+
+  test("with no notification at all (LISTEN on another database) the fallback read still delivers", async () => {
+    const url = cluster.createDatabase();
+    const silent = cluster.createDatabase();
+    const store = PgStore.open(url);
+    const hub = new EventHub(store, { storeUrl: silent, wake: { fallbackMs: 200 } });
+    const rows: EventRow[] = [];
+    const unsubscribe = hub.subscribe((r) => rows.push(...r));
+    try {
+      await hub.ready;
+      for (const type of ["a", "b", "c"])
+        store.tx(() => store.appendEvent({ entityKind: "plan", entityId: "P-F", type }));
+      await vi.waitFor(() => expect(rows.map((e) => e.type)).toEqual(["a", "b", "c"]), { timeout: 10_000 });
     } finally {
       unsubscribe();
       hub.close();
