@@ -190,6 +190,26 @@ describe.each(stores)("webhook trigger on $name", ({ make }) => {
     expect(counts(fx)).toEqual(before);
   });
 
+  it("never self-heals: a webhook run of a broken learned script fails and leaves the script as it was", async () => {
+    fx = make();
+    declare(fx, "true");
+    const script = join(fx.helloDir, "learnings", "greet", "main.py");
+    const broken = "import sys\nsys.exit(3)\n";
+    writeFileSync(script, broken);
+    const r = await trigger(fx, "{}", { token: TOKEN });
+    const body = await json(r);
+    expect(r.status, JSON.stringify(body)).toBe(202);
+    await vi.waitFor(() => expect(fx?.ctx.runs.getRun(body.run_id)?.status).toBe("failed"), {
+      timeout: 30_000,
+      interval: 100,
+    });
+    expect(fx.ctx.runs.getRun(body.run_id)?.trigger).toBe("webhook");
+    const steps = fx.ctx.runs.stepRuns(body.run_id);
+    expect(steps.find((x) => x.step_id === "greet")?.outcome).toBe("execution_and_validation_failed");
+    expect(steps.every((x) => x.tokens === 0)).toBe(true);
+    expect(readFileSync(script, "utf8")).toBe(broken);
+  });
+
   it("400s bad bodies and variables naming the field, and records nothing", async () => {
     fx = make();
     declare(fx, "true");
