@@ -108,6 +108,7 @@ export async function events(
       const wake = startEventWake(
         ctx.workspace.storeUrl ? { storeUrl: ctx.workspace.storeUrl } : { watchDir: ctx.workspace.dir },
         kick,
+        { keepAlive: true },
       );
       let unsubscribe = () => {};
       const stop = () => {

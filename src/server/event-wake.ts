@@ -40,6 +40,12 @@ export interface EventWakeOptions {
   fallbackMs?: number;
   /** One line per lost listener session and reconnect. Default: none. */
   log?: (line: string) => void;
+  /**
+   * Keep the process alive while this runs (`events --follow`, whose only work is waiting): the
+   * fallback timer is then not `unref`'d, so neither a failed watch nor a listener between
+   * reconnects lets the process exit. Default false (the server's listening socket keeps it alive).
+   */
+  keepAlive?: boolean;
 }
 
 /** The fallback period on PostgreSQL: `RATCHET_EVENTS_FALLBACK_MS` when it is a positive integer. */
@@ -61,7 +67,7 @@ export function startEventWake(
   if (where.storeUrl) {
     const listener = new PgEventListener(where.storeUrl, wake, opts.log);
     const timer = setInterval(wake, opts.fallbackMs ?? pgFallbackMs());
-    timer.unref();
+    if (!opts.keepAlive) timer.unref();
     return {
       kind: "listen",
       ready: listener.ready,
@@ -81,7 +87,7 @@ export function startEventWake(
     }
   }
   const timer = setInterval(wake, opts.fallbackMs ?? WATCH_FALLBACK_MS);
-  timer.unref();
+  if (!opts.keepAlive) timer.unref();
   return {
     kind: "file-watch",
     ready: Promise.resolve(),

@@ -290,7 +290,7 @@ describe("ratchet serve on PostgreSQL", () => {
 });
 
 describe("events --follow on PostgreSQL", () => {
-  test("is woken by NOTIFY for a commit in another process, and prints each event once", async () => {
+  test("is woken by NOTIFY for a commit in another process, survives its LISTEN session being dropped, prints each event once", async () => {
     const url = cluster.createDatabase();
     const writer = machine(url);
     const p = await publishPlan(writer, "follow me");
@@ -300,6 +300,13 @@ describe("events --follow on PostgreSQL", () => {
       // the follower's listener may connect after this commit: it catches up by id on connect
       expect((await stepCmd(writer, "start", p.step_ids[0] as string)).status).toBe(0);
       await waitFor(() => follow.stdoutSoFar().includes("step.in_progress"), "the first event", 20_000);
+      // drop the follower's LISTEN session: it must stay alive, reconnect and catch up by id
+      const db = url.slice(url.lastIndexOf("/") + 1);
+      const killed = cluster.psql(
+        db,
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'ratchet-listen' AND datname = current_database()",
+      );
+      expect(killed.length).toBe(1);
       expect((await stepCmd(writer, "start", p.step_ids[1] as string)).status).toBe(0);
       const last = lastEventId(url);
       const lines = () =>
@@ -361,7 +368,7 @@ describe("the LISTEN session", () => {
       // kill the listener's session from the server side, then commit while it is gone
       const killed = cluster.psql(
         url.slice(url.lastIndexOf("/") + 1),
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'ratchet-listen'",
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'ratchet-listen' AND datname = current_database()",
       );
       expect(killed.length).toBe(1);
       add("while-down");
@@ -375,7 +382,7 @@ describe("the LISTEN session", () => {
       // one listener session again: the terminated one was replaced by a new one
       const listeners = cluster.psql(
         url.slice(url.lastIndexOf("/") + 1),
-        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ratchet-listen'",
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'ratchet-listen' AND datname = current_database()",
       );
       expect(listeners[0]?.[0]).toBe("1");
     } finally {
