@@ -238,6 +238,19 @@ describe.each(stores)("webhook trigger on $name", ({ make }) => {
   });
 });
 
+describe("webhook trigger in /openapi.json", () => {
+  it("documents the route, its headers and the signature scheme it names", async () => {
+    fx = makeServerFixture();
+    const doc = await json(await fx.req("GET", "/openapi.json"));
+    const op = doc.paths["/api/workflows/{workflowId}/trigger"].post;
+    expect(op.security).toEqual([{ bearer: [] }, { webhookSignature: [] }]);
+    expect(op.parameters.map((x: { name: string }) => x.name)).toEqual(
+      expect.arrayContaining(["X-Ratchet-Signature", "X-Ratchet-Timestamp"]),
+    );
+    expect(Object.keys(doc.components.securitySchemes)).toEqual(["bearer", "webhookSignature"]);
+  });
+});
+
 describe("webhook trigger, read-only server", () => {
   it("refuses with 403 whatever the credentials", async () => {
     fx = makeServerFixture({ readOnly: true });
