@@ -13,7 +13,12 @@
 //      (test/fixtures/workflows/pipeline, zero model requests), one process after the other, on
 //      SQLite vs PostgreSQL. Queued runs through workers (1, 2, 4) are not measured: there is no
 //      `ratchet worker` yet (docs/scale-out.md).
-// BENCH_ONLY=d runs part (d) alone.
+//  (events) live event delivery across processes: this process commits one event (its own store
+//      connection), and two other processes deliver it — `ratchet events --follow --json` (a stdout
+//      line) and `ratchet serve` (an SSE frame on GET /events read here). Latency from the return of
+//      the commit to the line / frame arriving, median and p95, on SQLite (a watch of the WAL file's
+//      folder) and on PostgreSQL (LISTEN/NOTIFY), and the ratio PostgreSQL / SQLite.
+// BENCH_ONLY=d runs part (d) alone; BENCH_ONLY=events the event delivery part alone.
 // The PostgreSQL server is a throwaway cluster (Debian's postgresql; initdb in a temp folder, as
 // the `postgres` user when root), like test/harness/pg.ts.
 // Run as `node bench/scale.mjs --writer <url|path> <steps> <id>` it is one writer process.
@@ -23,7 +28,7 @@ import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
-import { BIN, fmt, median, ROOT, report, tempDir, timeProcess } from "./lib.mjs";
+import { BIN, fmt, median, percentile, ROOT, report, tempDir, timeProcess } from "./lib.mjs";
 
 const { Ledger } = await import(join(ROOT, "dist", "ledger", "index.js"));
 const { BlobStore, PgStore, SqliteStore, SyncPg, initWorkspace, isPostgresUrl } = await import(
@@ -185,8 +190,152 @@ function partD(figures, cluster, quick) {
   figures["(d) ratio postgres / sqlite"] = pg / sq;
 }
 
+/** Resolves the next time `pred(id)` holds for an id seen on `emitter`'s lines; records arrival times. */
+function idWatcher() {
+  const seen = new Map();
+  const waiters = new Map();
+  return {
+    saw(id) {
+      const at = performance.now();
+      if (!seen.has(id)) seen.set(id, at);
+      waiters.get(id)?.(at);
+      waiters.delete(id);
+    },
+    when(id, timeoutMs = 30_000) {
+      if (seen.has(id)) return Promise.resolve(seen.get(id));
+      return new Promise((res, rej) => {
+        const t = setTimeout(
+          () => rej(new Error(`event ${id} not delivered within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
+        waiters.set(id, (at) => {
+          clearTimeout(t);
+          res(at);
+        });
+      });
+    },
+  };
+}
+
+/** (events): commit here → `events --follow` line and SSE frame in two other processes. */
+async function eventLatency(target, samples) {
+  const dir = tempDir("scale-events");
+  const env = { ...process.env, RATCHET_DB: target };
+  const { store } = openLedger(target);
+  const append = (i) =>
+    store.tx(() => store.appendEvent({ entityKind: "bench", entityId: `e${i}`, type: "bench.tick" }));
+  const since = store.lastEventId();
+  const follow = spawn(process.execPath, [BIN, "events", "--follow", "--json", "--since", String(since)], {
+    cwd: dir,
+    env,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const followIds = idWatcher();
+  let buf = "";
+  follow.stdout.setEncoding("utf8");
+  follow.stdout.on("data", (c) => {
+    buf += c;
+    let nl = buf.indexOf("\n");
+    while (nl >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      if (line.trim()) followIds.saw(JSON.parse(line).id);
+      nl = buf.indexOf("\n");
+    }
+  });
+  const token = "bench-scale-token-0123456789abcdef";
+  const serve = spawn(process.execPath, [BIN, "serve", "--port", "0", "--token", token, "--quiet"], {
+    cwd: dir,
+    env,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const url = await new Promise((res, rej) => {
+    let out = "";
+    serve.stdout.setEncoding("utf8");
+    serve.stdout.on("data", (c) => {
+      out += c;
+      if (out.includes("\n")) res(JSON.parse(out.split("\n")[0]).url);
+    });
+    serve.once("exit", (code) => rej(new Error(`ratchet serve exited (${code})`)));
+  });
+  const sseIds = idWatcher();
+  const abort = new AbortController();
+  const res = await fetch(`${url}/events?since=${since}`, { signal: abort.signal });
+  void (async () => {
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let sbuf = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        sbuf += value;
+        for (const m of sbuf.matchAll(/^id: (\d+)$/gm)) sseIds.saw(Number(m[1]));
+        sbuf = sbuf.slice(sbuf.lastIndexOf("\n") + 1);
+      }
+    } catch {}
+  })();
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  try {
+    // warm-up: both readers are up (the follower's listener connected) once these arrive
+    for (let i = 0; i < 3; i++) {
+      const id = append(`w${i}`);
+      await Promise.all([followIds.when(id), sseIds.when(id)]);
+    }
+    const followMs = [];
+    const sseMs = [];
+    for (let i = 0; i < samples; i++) {
+      await sleep(40); // apart, so one wake-up never carries two samples
+      const id = append(i);
+      const t0 = performance.now();
+      const [f, e] = await Promise.all([followIds.when(id), sseIds.when(id)]);
+      followMs.push(f - t0);
+      sseMs.push(e - t0);
+    }
+    return {
+      follow: { p50: median(followMs), p95: percentile(followMs, 95) },
+      sse: { p50: median(sseMs), p95: percentile(sseMs, 95) },
+    };
+  } finally {
+    abort.abort();
+    follow.kill("SIGTERM");
+    serve.kill("SIGTERM");
+    await Promise.all(
+      [follow, serve].map((c) => new Promise((r) => (c.exitCode !== null ? r() : c.once("exit", r)))),
+    );
+    store.close();
+  }
+}
+
+async function partEvents(figures, cluster, quick) {
+  const N = quick ? 15 : 60;
+  const sq = await eventLatency(join(initWorkspace(tempDir("scale-ev-sqlite")).workspace.dbPath), N);
+  const pg = await eventLatency(cluster.createDb("b_events"), N);
+  for (const [label, r] of [
+    ["sqlite (WAL file watch)", sq],
+    ["postgres (LISTEN/NOTIFY)", pg],
+  ]) {
+    figures[`(events) ${label}: commit → \`events --follow\` line, median ms (${N})`] = r.follow.p50;
+    figures[`(events) ${label}: commit → \`events --follow\` line, p95 ms`] = r.follow.p95;
+    figures[`(events) ${label}: commit → SSE frame, median ms (${N})`] = r.sse.p50;
+    figures[`(events) ${label}: commit → SSE frame, p95 ms`] = r.sse.p95;
+  }
+  figures["(events) ratio postgres / sqlite, events --follow (median)"] = pg.follow.p50 / sq.follow.p50;
+  figures["(events) ratio postgres / sqlite, SSE (median)"] = pg.sse.p50 / sq.sse.p50;
+}
+
 async function main() {
   const quick = process.env.BENCH_QUICK === "1";
+  if (process.env.BENCH_ONLY === "events") {
+    const cluster = await startCluster();
+    try {
+      const figures = {};
+      await partEvents(figures, cluster, quick);
+      report("scale-events", figures);
+    } finally {
+      cluster.stop();
+    }
+    return;
+  }
   if (process.env.BENCH_ONLY === "d") {
     const cluster = await startCluster();
     try {
@@ -261,6 +410,7 @@ async function main() {
     figures["(c) `ratchet plan list` median ms, postgres"] = median(pgMs);
     figures["(c) ratio postgres / sqlite"] = median(pgMs) / median(sqMs);
     partD(figures, cluster, quick);
+    await partEvents(figures, cluster, quick);
     report("scale", figures);
     console.log(
       `\n  load average at the end: ${fmt(Number(spawnSync("cat", ["/proc/loadavg"], { encoding: "utf8" }).stdout.split(" ")[0]))}`,

@@ -1,5 +1,4 @@
 /** Read commands: plan show/list, events, project list. `--json` prints machine-readable output. */
-import { watch } from "node:fs";
 import { ErrorCode, RatchetError } from "../core/index.js";
 import { renderPlan, showPlan } from "../ledger/index.js";
 import type { EventRow } from "../store/index.js";
@@ -87,33 +86,37 @@ export async function events(
     print(ctx.store.listEvents({ ...q, since, limit }));
     if (!opts.follow) return 0;
     const timeoutMs = opts.timeout === undefined ? 0 : Number(opts.timeout) * 1000;
+    const { startEventWake } = await import("../server/index.js");
     await new Promise<void>((resolveFollow) => {
       let pending: ReturnType<typeof setTimeout> | undefined;
       let stopped = false;
       const drain = () => {
         pending = undefined;
         if (stopped) return;
-        print(ctx.store.listEvents({ ...q, since, limit: 1000 }));
+        // Everything after the last printed id, however many batches (a wake-up carries no data).
+        for (;;) {
+          const rows = ctx.store.listEvents({ ...q, since, limit: 1000 });
+          print(rows);
+          if (rows.length < 1000 || stopped) return;
+        }
       };
       const kick = () => {
         if (!pending && !stopped) pending = setTimeout(drain, 20);
       };
-      // Wake on changes of the WAL file; a slow timer covers file systems without notifications.
-      let watcher: ReturnType<typeof watch> | undefined;
-      try {
-        watcher = watch(ctx.workspace.dir, kick);
-      } catch {
-        watcher = undefined;
-      }
-      const timer = setInterval(kick, 1000);
+      // Wake on changes of the WAL file (SQLite) or on `NOTIFY ratchet_events` (PostgreSQL, a
+      // LISTEN session of its own); a slow timer covers a lost wake-up. Each wake-up reads by id.
+      const wake = startEventWake(
+        ctx.workspace.storeUrl ? { storeUrl: ctx.workspace.storeUrl } : { watchDir: ctx.workspace.dir },
+        kick,
+        { keepAlive: true },
+      );
       let unsubscribe = () => {};
       const stop = () => {
         unsubscribe();
         // The store closes once this resolves: a drain still queued must not touch it.
         stopped = true;
         if (pending) clearTimeout(pending);
-        clearInterval(timer);
-        watcher?.close();
+        wake.close();
         process.off("SIGINT", stop);
         process.off("SIGTERM", stop);
         resolveFollow();

@@ -6,7 +6,7 @@ import { resolve } from "node:path";
 import type { Hono } from "hono";
 import { ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
 import type { RouteGroup } from "../server/index.js";
-import { resolveWorkspace, SqliteStore } from "../store/index.js";
+import { openStore, resolveWorkspace, type Store } from "../store/index.js";
 import type { ThreadService } from "../threads/index.js";
 import type { GlobalOptions } from "./context.js";
 import { err, out } from "./io.js";
@@ -33,7 +33,7 @@ function parsePort(raw: string | undefined): number | undefined {
 
 function workspaceOf(opts: GlobalOptions) {
   const workspace = resolveWorkspace({ ...(opts.db ? { db: opts.db } : {}) });
-  SqliteStore.open(workspace.dbPath, { create: true }).close(); // migrate before serving
+  openStore(workspace, { create: true }).close(); // migrate (and reach a PostgreSQL server) before serving
   return workspace;
 }
 
@@ -75,7 +75,7 @@ async function threadRouteGroup(workspaceDir: string): Promise<RouteGroup> {
 }
 
 /** The thread service of the MCP thread tools (loaded on first use: models and the bridge are heavy). */
-async function threadFactory(): Promise<(store: SqliteStore, workspaceDir: string) => ThreadService> {
+async function threadFactory(): Promise<(store: Store, workspaceDir: string) => ThreadService> {
   const { threadServiceFor } = await import("./thread-commands.js");
   return (store, workspaceDir) => threadServiceFor(store, workspaceDir);
 }

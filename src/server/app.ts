@@ -22,6 +22,7 @@ import { runnerRoutes } from "./routes/runner.js";
 import { runRoutes } from "./routes/runs.js";
 import { sseRoutes } from "./routes/sse.js";
 import { staticRoutes } from "./routes/static.js";
+import { webhookRoutes } from "./routes/webhooks.js";
 import { whyRoutes } from "./routes/why.js";
 import { workflowRoutes } from "./routes/workflows.js";
 
@@ -35,6 +36,10 @@ export interface RouteKit {
   write: MiddlewareHandler<ServerEnv>;
   /** Checks the token only (MCP: its tools refuse writes themselves in read-only mode). */
   auth: MiddlewareHandler<ServerEnv>;
+  /** Whether the request carries this server's bearer token (routes with a second way in: webhooks). */
+  tokenValid: (c: Context<ServerEnv>) => boolean;
+  /** The body size limit of writes, alone (for routes that authenticate themselves). */
+  bodyLimit: MiddlewareHandler<ServerEnv>;
   readOnly: boolean;
   /**
    * Adds OpenAPI 3.1 path items (keyed by path, e.g. `/api/threads/{id}`) to `/openapi.json`, so a
@@ -107,6 +112,7 @@ export const BUILTIN_ROUTES: readonly RouteGroup[] = [
   ledgerRoutes,
   runRoutes,
   workflowRoutes,
+  webhookRoutes,
   runnerRoutes,
   sseRoutes,
   mcpRoutes,
@@ -133,10 +139,12 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
 
   app.use("*", hostGuard({ allowed: opts.allowedHosts ?? [], port: opts.boundPort ?? (() => undefined) }));
 
-  const denied = (c: Context<ServerEnv>): Response | undefined => {
+  const tokenValid = (c: Context<ServerEnv>): boolean => {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header("authorization") ?? "");
-    if (!m?.[1] || !tokensMatch(m[1], opts.token))
-      return replyCode(c, ServerErrorCode.Unauthorized, "missing or invalid bearer token");
+    return m?.[1] !== undefined && tokensMatch(m[1], opts.token);
+  };
+  const denied = (c: Context<ServerEnv>): Response | undefined => {
+    if (!tokenValid(c)) return replyCode(c, ServerErrorCode.Unauthorized, "missing or invalid bearer token");
     return undefined;
   };
   const auth: MiddlewareHandler<ServerEnv> = async (c, next) => {
@@ -163,6 +171,8 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
     ctx: opts.ctx,
     write,
     auth,
+    tokenValid,
+    bodyLimit: limit,
     readOnly,
     describe: (paths) => Object.assign(described, paths),
     described,

@@ -5,7 +5,7 @@
 import { dirname } from "node:path";
 import { ErrorCode, RatchetError } from "../core/index.js";
 import { Ledger } from "../ledger/index.js";
-import { BlobStore, type Blobs, SqliteStore, type Workspace } from "../store/index.js";
+import { type Blobs, blobsOf, openStore, type Store, type Workspace } from "../store/index.js";
 import type { ThreadService } from "../threads/index.js";
 import { type RunStore, runStoreOf } from "../workflow/index.js";
 import { EventHub } from "./event-hub.js";
@@ -21,12 +21,12 @@ export interface ServerContextOptions {
    * Builds the thread service over the server's store (called once, on first use: the MCP thread
    * tools). Default: none, and those tools answer `not_found` naming threads.
    */
-  threads?: (store: SqliteStore, workspaceDir: string) => ThreadService;
+  threads?: (store: Store, workspaceDir: string) => ThreadService;
 }
 
 export interface ServerContext {
   workspace: Workspace;
-  store: SqliteStore;
+  store: Store;
   blobs: Blobs;
   ledger: Ledger;
   runs: RunStore;
@@ -41,10 +41,15 @@ export interface ServerContext {
 }
 
 export function openServerContext(opts: ServerContextOptions): ServerContext {
-  const store = SqliteStore.open(opts.workspace.dbPath, { create: true });
-  const blobs = new BlobStore(opts.workspace.blobsDir);
+  const store = openStore(opts.workspace, { create: true });
+  const blobs = blobsOf(opts.workspace, store);
   const ledger = new Ledger({ store, blobs });
-  const hub = new EventHub(store, dirname(opts.workspace.dbPath));
+  const hub = new EventHub(
+    store,
+    opts.workspace.storeUrl
+      ? { storeUrl: opts.workspace.storeUrl }
+      : { watchDir: dirname(opts.workspace.dbPath) },
+  );
   const active = new Set<AbortController>();
   let threads: ThreadService | undefined;
   return {

@@ -1,12 +1,21 @@
 /**
- * One watcher for every live client. It wakes on changes of the database folder (the WAL file is
- * written on every commit, also by other processes) and on writes made through this server, reads
- * the events table once from the last id it saw, and hands the new rows to every subscriber.
- * A slow fallback timer covers file systems without change notifications. No client polls.
+ * One watcher for every live client. It wakes when another process may have committed (SQLite: a
+ * change of the database folder — the WAL file is written on every commit; PostgreSQL: a
+ * `NOTIFY ratchet_events` on its own `LISTEN` session, see event-wake.ts) and on writes made
+ * through this server, reads the events table once from the last id it saw, and hands the new rows
+ * to every subscriber. A slow fallback timer covers a lost wake-up. No client polls.
  */
-import { type FSWatcher, watch } from "node:fs";
 import type { EventRow, Store } from "../store/index.js";
-import { SSE_BATCH, WATCH_DEBOUNCE_MS, WATCH_FALLBACK_MS } from "./limits.js";
+import { type EventWake, type EventWakeOptions, startEventWake } from "./event-wake.js";
+import { SSE_BATCH, WATCH_DEBOUNCE_MS } from "./limits.js";
+
+/** Where the hub's wake-ups come from: a folder to watch (SQLite) or a store URL to LISTEN on. */
+export interface HubWakeSource {
+  watchDir?: string;
+  storeUrl?: string;
+  /** Options of the wake-up source (fallback period, reconnect log). */
+  wake?: EventWakeOptions;
+}
 
 /** Which events a subscriber wants. Empty fields match everything. */
 export interface EventFilter {
@@ -28,15 +37,16 @@ export type Subscriber = (rows: readonly EventRow[]) => void;
 export class EventHub {
   #lastSeen: number;
   readonly #subs = new Set<Subscriber>();
-  #watcher: FSWatcher | undefined;
-  #timer: ReturnType<typeof setInterval> | undefined;
+  #wake: EventWake | undefined;
   #pending: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
+  private readonly source: HubWakeSource;
 
   constructor(
     private readonly store: Pick<Store, "listEvents" | "lastEventId">,
-    private readonly watchDir?: string,
+    source: string | HubWakeSource = {},
   ) {
+    this.source = typeof source === "string" ? { watchDir: source } : source;
     this.#lastSeen = store.lastEventId();
   }
 
@@ -74,29 +84,28 @@ export class EventHub {
     }
   }
 
+  /** Which mechanism wakes this hub while it has subscribers (undefined while it has none). */
+  get wakeKind(): EventWake["kind"] | undefined {
+    return this.#wake?.kind;
+  }
+
+  /** Resolves once the wake-up source is in place (the first `LISTEN` on PostgreSQL). */
+  get ready(): Promise<void> {
+    return this.#wake?.ready ?? Promise.resolve();
+  }
+
   #start(): void {
-    if (this.#timer || this.#closed) return;
+    if (this.#wake || this.#closed) return;
     // Catch up to now so the first drain delivers only what is new for live subscribers.
     this.#lastSeen = Math.max(this.#lastSeen, this.store.lastEventId());
-    if (this.watchDir) {
-      try {
-        this.#watcher = watch(this.watchDir, () => this.kick());
-        this.#watcher.on("error", () => undefined);
-      } catch {
-        this.#watcher = undefined;
-      }
-    }
-    this.#timer = setInterval(() => this.kick(), WATCH_FALLBACK_MS);
-    this.#timer.unref();
+    this.#wake = startEventWake(this.source, () => this.kick(), this.source.wake);
   }
 
   #stop(): void {
     if (this.#pending) clearTimeout(this.#pending);
     this.#pending = undefined;
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = undefined;
-    this.#watcher?.close();
-    this.#watcher = undefined;
+    this.#wake?.close();
+    this.#wake = undefined;
   }
 
   close(): void {

@@ -9,7 +9,14 @@ export { compileServerConfig, loadServerConfig } from "./config.js";
 export type { ServerContext, ServerContextOptions } from "./context.js";
 export { openServerContext } from "./context.js";
 export type { EventFilter, Subscriber } from "./event-hub.js";
-export { EventHub } from "./event-hub.js";
+export { EventHub, type HubWakeSource } from "./event-hub.js";
+export {
+  EVENTS_CHANNEL,
+  type EventWake,
+  type EventWakeOptions,
+  PgEventListener,
+  startEventWake,
+} from "./event-wake.js";
 export { ServerErrorCode, statusOf } from "./http.js";
 export { DEFAULT_HOST, DEFAULT_PORT } from "./limits.js";
 export type { McpServerOptions } from "./mcp-server.js";

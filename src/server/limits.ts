@@ -25,3 +25,17 @@ export const TOKEN_BYTES = 32;
 export const RUNNER_EVENTS_TAIL = 200;
 /** Largest file (patch, diff, script) the file routes return. */
 export const MAX_FILE_BYTES = 8 * 1024 * 1024;
+/**
+ * The fallback read of the events table on PostgreSQL, where `LISTEN` wakes readers at once: it
+ * only covers a notification lost between reconnects (`RATCHET_EVENTS_FALLBACK_MS` overrides it).
+ */
+export const PG_WAKE_FALLBACK_MS = 5000;
+/** First and largest wait before the event listener reconnects (doubling in between). */
+export const PG_LISTEN_BACKOFF_MS = 100;
+export const PG_LISTEN_BACKOFF_MAX_MS = 5000;
+/** How long the event listener's connection attempt may take. */
+export const PG_LISTEN_CONNECT_TIMEOUT_MS = 10_000;
+/** How far a webhook's `X-Ratchet-Timestamp` may be from the server's clock (replay window). */
+export const WEBHOOK_WINDOW_SECONDS = 300;
+/** Accepted webhook signatures remembered against replays (per server process). */
+export const WEBHOOK_REPLAY_MAX = 10_000;

@@ -201,7 +201,11 @@ export function openApiDocument(extraPaths: Record<string, unknown> = {}): Recor
       description: "REST API of `ratchet serve` (docs/server.md).",
     },
     components: {
-      securitySchemes: { bearer: { type: "http", scheme: "bearer" } },
+      securitySchemes: {
+        bearer: { type: "http", scheme: "bearer" },
+        // Webhook triggers: HMAC-SHA256 of "<X-Ratchet-Timestamp>.<raw body>" (docs/server.md#webhooks).
+        webhookSignature: { type: "apiKey", in: "header", name: "X-Ratchet-Signature" },
+      },
       schemas: {
         Error: {
           type: "object",

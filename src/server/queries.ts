@@ -1,25 +1,16 @@
 /**
- * Keyset-paginated reads the list endpoints need. The run reads go through the store's runs area
- * (`RunStore`); metrics still read the SQLite handle (the ledger contract has no metric page yet). Each
+ * Keyset-paginated reads the list endpoints need, on either store. The run reads go through the
+ * store's runs area (`RunStore`); plans and metrics through the store's one SQL door (`store.sql`,
+ * portable statements; only the case-insensitive word match differs: `LIKE` on SQLite, `ILIKE` on
+ * PostgreSQL, whose `LIKE` is case-sensitive). Each
  * query walks an index from the cursor and stops after `limit + 1` rows: a page costs the same on a
  * store of a thousand rows and of a million (bench/server.mjs measures it).
  */
-import type { Statement } from "better-sqlite3";
-import { type MetricRow, type PlanRow, runStoreOf, type SqliteStore } from "../store/index.js";
+import { type MetricRow, type PlanRow, runStoreOf, type Store } from "../store/index.js";
 import type { WorkflowRunRow } from "../workflow/index.js";
 
 export class ServerQueries {
-  readonly #stmts = new Map<string, Statement>();
-  constructor(private readonly store: SqliteStore) {}
-
-  #sql(sql: string): Statement {
-    let s = this.#stmts.get(sql);
-    if (!s) {
-      s = this.store.db.prepare(sql);
-      this.#stmts.set(sql, s);
-    }
-    return s;
-  }
+  constructor(private readonly store: Store) {}
 
   /**
    * Plans, newest first, after the cursor `(created_at, plan_id)`, for the dashboard's filtered
@@ -49,25 +40,27 @@ export class ServerQueries {
     if (q.project !== undefined) where.push("project = @project");
     if (q.since !== undefined) where.push("created_at >= @since");
     if (q.until !== undefined) where.push("created_at < @until");
+    const like = this.store.sql.dialect === "postgres" ? "ILIKE" : "LIKE";
     (q.words ?? []).forEach((w, i) => {
       where.push(
-        `(goal LIKE @w${i} ESCAPE '\\' OR EXISTS (SELECT 1 FROM steps s WHERE s.plan_id = plans.plan_id AND s.title LIKE @w${i} ESCAPE '\\'))`,
+        `(goal ${like} @w${i} ESCAPE '\\' OR EXISTS (SELECT 1 FROM steps s WHERE s.plan_id = plans.plan_id AND s.title ${like} @w${i} ESCAPE '\\'))`,
       );
       args[`w${i}`] = `%${w.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     });
     if (q.before) where.push("(created_at < @bc OR (created_at = @bc AND plan_id < @bp))");
-    return this.#sql(
+    return this.store.sql.all<PlanRow>(
       `SELECT * FROM plans ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, plan_id DESC LIMIT @limit`,
-    ).all({
-      ...args,
-      status: q.status,
-      kind: q.kind,
-      project: q.project,
-      since: q.since,
-      until: q.until,
-      bc: q.before?.created_at,
-      bp: q.before?.plan_id,
-    }) as PlanRow[];
+      {
+        ...args,
+        status: q.status,
+        kind: q.kind,
+        project: q.project,
+        since: q.since,
+        until: q.until,
+        bc: q.before?.created_at,
+        bp: q.before?.plan_id,
+      },
+    );
   }
 
   /** Runs, newest first, after the cursor `(started_at, run_id)` (the runs area of the store). */
@@ -96,15 +89,16 @@ export class ServerQueries {
     if (q.project !== undefined) where.push("project = @project");
     if (q.planId !== undefined) where.push("plan_id = @planId");
     if (q.beforeId !== undefined) where.push("id < @beforeId");
-    return this.#sql(
+    return this.store.sql.all<MetricRow>(
       `SELECT * FROM metrics ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT @limit`,
-    ).all({
-      name: q.name,
-      planId: q.planId,
-      project: q.project,
-      beforeId: q.beforeId,
-      limit: q.limit,
-    }) as MetricRow[];
+      {
+        name: q.name,
+        planId: q.planId,
+        project: q.project,
+        beforeId: q.beforeId,
+        limit: q.limit,
+      },
+    );
   }
 
   /** The workflows seen in the run tables: id, newest path and newest run time (the runs area). */

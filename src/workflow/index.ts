@@ -113,6 +113,7 @@ export type {
   ValidationIssue,
   ValidationResult,
   ValidationSchema,
+  WebhookTrigger,
   Workflow,
   WorkflowStep,
 } from "./types.js";

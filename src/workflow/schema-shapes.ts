@@ -86,6 +86,20 @@ export const variableDefSchema = z
 export const variableListSchema = z.array(z.string());
 export const variableMapSchema = z.record(z.string(), variableDefSchema);
 
+/**
+ * `webhook: true` (the server's bearer token only) or `webhook: {secret_env: NAME}` (also an HMAC
+ * signature with the secret in env `NAME` or the secrets file): `POST /api/workflows/{id}/trigger`.
+ */
+const webhookSchema = z.union([
+  z.boolean(),
+  z.strictObject({
+    secret_env: z
+      .string()
+      .max(MAX_ID_CHARS)
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name (letters, digits, _)"),
+  }),
+]);
+
 export const workflowSchema = z.strictObject({
   id: z.string().max(MAX_ID_CHARS),
   description: text.optional(),
@@ -94,6 +108,7 @@ export const workflowSchema = z.strictObject({
   defaults: agentConfigsSchema.optional(),
   agent_configs: agentConfigsSchema.optional(),
   groups: z.record(z.string(), z.record(z.string(), scalar)).optional(),
+  webhook: webhookSchema.optional(),
   steps: z.array(stepSchema).min(1).max(MAX_WORKFLOW_STEPS),
 });
 

@@ -80,6 +80,8 @@ export function parseWorkflow(raw: unknown, source: string): Workflow {
     source: resolve(source),
   };
   if (w.description !== undefined) workflow.description = w.description;
+  if (w.webhook === true) workflow.webhook = {};
+  else if (w.webhook && typeof w.webhook === "object") workflow.webhook = { secretEnv: w.webhook.secret_env };
   return workflow;
 }
 

@@ -98,9 +98,20 @@ export interface Workflow {
   defaults: AgentConfigs;
   /** Variable groups: name → variable values; a run with `--group G` uses them. */
   groups: Record<string, Record<string, string>>;
+  /**
+   * Declared by `webhook: true | {secret_env}`: `POST /api/workflows/{id}/trigger` may start it
+   * (runs recorded `trigger=webhook`). Absent: the trigger answers 404.
+   */
+  webhook?: WebhookTrigger;
   steps: WorkflowStep[];
   /** Absolute path of the file it was loaded from. */
   source: string;
+}
+
+/** How a webhook trigger is authenticated besides the server's bearer token. */
+export interface WebhookTrigger {
+  /** The environment variable (else the secrets-file entry) holding the HMAC secret; none: token only. */
+  secretEnv?: string;
 }
 
 /** The outcome of one workflow step in one run. */

@@ -2,7 +2,7 @@
  * A server over a fresh temp workspace for tests: the real store, ledger and app, called in-process
  * (`req`) or listening on an ephemeral loopback port (`listen`).
  */
-import { cpSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -17,10 +17,13 @@ import { ROOT } from "./cli.js";
 
 export const TOKEN = "test-token-0123456789abcdef";
 
-export interface ServerFixture {
+/** A SQLite fixture's context: its store is the SQLite one (tests read the handle directly). */
+export type SqliteServerContext = ServerContext & { store: SqliteStore };
+
+export interface ServerFixture<C extends ServerContext = SqliteServerContext> {
   dir: string;
   workspace: Workspace;
-  ctx: ServerContext;
+  ctx: C;
   app: ServerApp;
   runnerDir: string;
   /** The hello example copied into the temp folder. */
@@ -34,9 +37,30 @@ export interface ServerFixture {
 }
 
 export function makeServerFixture(opts: { readOnly?: boolean } = {}): ServerFixture {
+  return serverFixture(opts) as ServerFixture;
+}
+
+/**
+ * The same fixture over a PostgreSQL database (`url`, e.g. from `cluster.createDatabase()`): the
+ * workspace folder holds only the config; every row lives in the database.
+ */
+export function makePgServerFixture(
+  url: string,
+  opts: { readOnly?: boolean } = {},
+): ServerFixture<ServerContext> {
+  return serverFixture({ ...opts, storeUrl: url });
+}
+
+function serverFixture(opts: { readOnly?: boolean; storeUrl?: string }): ServerFixture<ServerContext> {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), "ratchet-server-")));
-  const { workspace } = initWorkspace(dir);
-  SqliteStore.open(workspace.dbPath, { create: true }).close();
+  const init = initWorkspace(dir).workspace;
+  // A PostgreSQL workspace names its store in config.json, so `bin/ratchet.js` run in `dir` finds it.
+  if (opts.storeUrl)
+    writeFileSync(join(init.dir, "config.json"), JSON.stringify({ store: { url: opts.storeUrl } }));
+  const workspace: Workspace = opts.storeUrl
+    ? { ...init, dbPath: opts.storeUrl, storeUrl: opts.storeUrl }
+    : init;
+  if (!opts.storeUrl) SqliteStore.open(workspace.dbPath, { create: true }).close();
   const helloDir = join(dir, "flows", "hello");
   cpSync(join(ROOT, "examples", "workflows", "hello"), helloDir, { recursive: true });
   const runnerDir = join(dir, "runner-out");

@@ -6,14 +6,21 @@
  */
 import { ErrorCode, RatchetError } from "../../core/index.js";
 import { nodeSourceFor, planChecklist, SqliteWhyStore, why } from "../../provenance/reasons/why-api.js";
+import { SqliteStore, sqliteOnly } from "../../store/index.js";
 import type { RouteGroup } from "../app.js";
 
 const flag = (v: string | undefined) => v === "1" || v === "true";
 
 export const whyRoutes: RouteGroup = (app, { ctx, readOnly, describe }) => {
-  const store = new SqliteWhyStore(ctx.store.db);
+  // Provenance still reads the SQLite handle (pg-prov moves it): on PostgreSQL these two refuse.
+  const sqlite = ctx.store instanceof SqliteStore ? new SqliteWhyStore(ctx.store.db) : undefined;
+  const whyStore = (route: string) => {
+    if (!sqlite) throw sqliteOnly(route);
+    return sqlite;
+  };
 
   app.get("/api/plans/:planId/reasons", (c) => {
+    const store = whyStore("GET /api/plans/{id}/reasons");
     const planId = c.req.param("planId");
     const plan = ctx.store.getPlan(planId);
     if (!plan) throw new RatchetError(ErrorCode.PlanNotFound, `plan ${planId} not found`, { planId });
@@ -22,6 +29,7 @@ export const whyRoutes: RouteGroup = (app, { ctx, readOnly, describe }) => {
   });
 
   app.get("/api/why", (c) => {
+    const store = whyStore("GET /api/why");
     const project = c.req.query("project");
     if (!project) throw new RatchetError(ErrorCode.Usage, "why: `project` is required", { field: "project" });
     if (!ctx.store.getProject(project))

@@ -173,16 +173,26 @@ export class PgStore implements Store {
     return r?.id ?? 0;
   }
 
+  /**
+   * Appends an event and, in the same statement, `pg_notify('ratchet_events', id)`: PostgreSQL
+   * delivers the notification only when the transaction commits, in commit order, so a listener
+   * (the server's event hub, `events --follow`) wakes for committed events only.
+   */
   appendEvent(e: NewEvent): number {
     this.#requireTx("appendEvent");
-    return this.#insertWithId("events", EVENT_COLUMNS, {
+    const row = {
       at: this.#now(),
       entity_kind: e.entityKind,
       entity_id: e.entityId,
       plan_id: e.planId ?? null,
       type: e.type,
       payload: JSON.stringify(e.payload ?? {}),
-    });
+    };
+    const r = this.#first<{ id: number }>(
+      `WITH e AS (${insertWithIdSql("events", EVENT_COLUMNS)}) SELECT id, pg_notify('ratchet_events', id::text) AS notified FROM e`,
+      valuesOf(row, EVENT_COLUMNS),
+    );
+    return r?.id ?? 0;
   }
 
   listEvents(q: EventQuery): EventRow[] {
