@@ -15,6 +15,7 @@ import { reasonGroup } from "./reason-commands.js";
 import { reviewCommand } from "./review-command.js";
 import { addWhyCommands } from "./why-commands.js";
 import { addWordsCommands } from "./words-commands.js";
+import { addWorkerCommands } from "./worker-commands.js";
 import { runBatch, runFlowCommand } from "./write-flows.js";
 
 const VERSION = "0.1.0";
@@ -189,6 +190,7 @@ function build(setStatus: (n: number) => void): Command {
   addThreadCommands(program, act, globals);
   addGraphCommands(program, act, globals);
   addCompletionCommands(program, act, globals);
+  addWorkerCommands(program, act, globals);
 
   return program;
 }
@@ -226,6 +228,12 @@ function addRunCommands(
     )
     .option("--json", "machine-readable output (the report only; no progress)")
     .option("--quiet", "print nothing but errors (the exit status says how the run ended)")
+    .option(
+      "--queue",
+      "enqueue the run for `ratchet worker` (PostgreSQL store with a queue); prints the run id",
+    )
+    .option("--queue-name <name>", "with --queue: the queue (default: default)")
+    .option("--wait", "with --queue: wait until a worker has finished the run (exit 0 passed, 8 otherwise)")
     .addHelpText(
       "after",
       "\nExamples:\n  ratchet run examples/workflows/hello --group french --var names=Ada,Grace\n  ratchet run flows/sales.yaml --only fetch-orders,build-report --json",

@@ -98,6 +98,10 @@ export interface Workflow {
   defaults: AgentConfigs;
   /** Variable groups: name → variable values; a run with `--group G` uses them. */
   groups: Record<string, Record<string, string>>;
+  /** `schedule:` — a 5-field cron expression; `ratchet worker` enqueues a run (trigger `schedule`) per slot. */
+  schedule?: string;
+  /** `serial: true` — queued runs of this workflow run one at a time across all workers. */
+  serial?: boolean;
   steps: WorkflowStep[];
   /** Absolute path of the file it was loaded from. */
   source: string;
