@@ -7,7 +7,8 @@
  * write or what is history: `execution/`, `learnings/<step>/diffs/`, `script_metadata.json`,
  * `.ratchet/` (secrets), `.git/`. It is encoded as canonical JSON (files sorted by path) and stored
  * with `Blobs.put`, so its sha256 names it. A worker materialises it into
- * `<workspace>/cache/bundles/<hash>/`: the bytes are checked against the hash, every path is
+ * `<workspace root>/.ratchet-worker/bundles/<hash>/` (outside `.ratchet/`, which the scripts' sandbox may
+ * not read): the bytes are checked against the hash, every path is
  * checked to stay inside the folder, files are written read-only into a temp folder which is
  * renamed into place (atomic: a reader sees no folder or a whole one, and two workers racing keep
  * one). Runs write their outputs (`execution/<run>/`) and `script_metadata.json` beside the
@@ -27,7 +28,7 @@ import {
 } from "node:fs";
 import { basename, dirname, isAbsolute, join, normalize, relative, sep } from "node:path";
 import { ErrorCode, RatchetError } from "../core/index.js";
-import { type Blobs, checkBlobHash } from "../store/index.js";
+import { type Blobs, blobHash, checkBlobHash } from "../store/index.js";
 import { MAX_BUNDLE_BYTES, MAX_BUNDLE_FILES } from "./limits.js";
 
 export const BUNDLE_FORMAT = "ratchet-bundle/1";
@@ -153,6 +154,10 @@ export function materialiseBundle(
   };
   if (existsSync(join(dir, DONE_MARK))) return { dir, workflowFile: entryOf() };
   const bytes = blobs.getBytes(hash);
+  if (blobHash(bytes) !== hash)
+    throw new RatchetError(ErrorCode.InvalidValue, `bundle ${hash} does not match its hash`, {
+      field: "bundle",
+    });
   const bundle = decodeBundle(bytes);
   mkdirSync(cacheRoot, { recursive: true });
   const tmp = join(cacheRoot, `.tmp-${process.pid}-${randomBytes(6).toString("hex")}`);

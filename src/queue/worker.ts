@@ -66,6 +66,11 @@ export interface WorkerOptions {
   backfillSeconds: number;
   /** Model steps of a run that needs them (direct / code_exec steps); undefined: such steps fail `needs_model`. */
   modelStepsFor?: (wf: Workflow, workspaceDir: string) => Promise<ModelStepRunner | undefined>;
+  /**
+   * Where bundles are materialised. Default {@link defaultBundleCache}: outside `.ratchet/`, which
+   * the scripts' sandbox may not read (it holds the secrets).
+   */
+  cacheDir?: string;
   /** One line per event (started, run finished, …). */
   log: (line: string) => void;
   /** Aborted: stop taking jobs; running ones finish. */
@@ -90,7 +95,7 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
   const owner = runOwner();
   const summary: WorkerSummary = { owner, executed: {}, skipped: 0, scheduled: 0 };
   const byId = new Map(opts.scheduled.map((wf) => [wf.id, wf]));
-  const cache = join(ctx.workspace.dir, "cache", "bundles");
+  const cache = opts.cacheDir ?? defaultBundleCache(ctx.workspace);
   const kill = new AbortController();
   opts.kill?.addEventListener("abort", () => kill.abort(), { once: true });
 
@@ -223,6 +228,11 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
   } finally {
     clearInterval(sweep);
   }
+}
+
+/** `<workspace root>/.ratchet-worker/bundles`: the worker's bundle cache. */
+export function defaultBundleCache(ws: Pick<Workspace, "root">): string {
+  return join(ws.root, ".ratchet-worker", "bundles");
 }
 
 /** @throws RatchetError `invalid_value` naming `concurrency`. */

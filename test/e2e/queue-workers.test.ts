@@ -57,7 +57,8 @@ afterAll(() => {
 function machine(url: string, workflows: readonly string[] = [], extraEnv: Record<string, string> = {}) {
   const dir = makeTempDir("ratchet-queue-");
   dirs.push(dir);
-  for (const name of workflows) cpSync(join(FIXTURES, name), join(dir, "workflows", name), { recursive: true });
+  for (const name of workflows)
+    cpSync(join(FIXTURES, name), join(dir, "workflows", name), { recursive: true });
   const env = { RATCHET_DB: url, RATCHET_QUEUE: "1", RATCHET_MODEL: undefined, ...SECRETS, ...extraEnv };
   return {
     dir,
@@ -116,7 +117,11 @@ describe.runIf(pgAvailable())("ratchet worker and the queue on PostgreSQL", () =
     const w2 = machine(url);
     // The first enqueue installs graphile-worker's schema; the rest go 6 at a time.
     const ids = [await enqueue(enq, [enq.wf("pipeline"), "--group", "small"])];
-    ids.push(...(await mapLimit(Array.from({ length: 49 }), 6, () => enqueue(enq, [enq.wf("pipeline"), "--group", "small"]))));
+    ids.push(
+      ...(await mapLimit(Array.from({ length: 49 }), 6, () =>
+        enqueue(enq, [enq.wf("pipeline"), "--group", "small"]),
+      )),
+    );
     expect(new Set(ids).size).toBe(50);
     expect(count(url, "SELECT COUNT(*)::int AS n FROM workflow_runs WHERE status = 'queued'")).toBe(50);
     // Queued runs are listed with their status before any worker runs.
@@ -126,13 +131,23 @@ describe.runIf(pgAvailable())("ratchet worker and the queue on PostgreSQL", () =
     const a = w1.start(["worker", "--concurrency", "2", "--json"]);
     const b = w2.start(["worker", "--concurrency", "2", "--json"]);
     await waitFor(
-      () => count(url, "SELECT COUNT(*)::int AS n FROM workflow_runs WHERE status IN ('queued', 'running')") === 0,
+      () =>
+        count(url, "SELECT COUNT(*)::int AS n FROM workflow_runs WHERE status IN ('queued', 'running')") ===
+        0,
       "all 50 runs to finish",
       200_000,
       250,
     );
     const [sa, sb] = [await stopWorker(a), await stopWorker(b)];
-    expect((sa.executed.passed ?? 0) + (sb.executed.passed ?? 0)).toBe(50);
+    const why = JSON.stringify({
+      sa,
+      sb,
+      errors: rows(
+        url,
+        "SELECT step_id, outcome, error FROM workflow_step_runs WHERE outcome <> 'passed' LIMIT 2",
+      ),
+    });
+    expect((sa.executed.passed ?? 0) + (sb.executed.passed ?? 0), why).toBe(50);
     expect(sa.skipped + sb.skipped).toBe(0);
 
     const byStatus = rows<{ status: string; n: number }>(
@@ -155,18 +170,30 @@ describe.runIf(pgAvailable())("ratchet worker and the queue on PostgreSQL", () =
         "SELECT type, COUNT(*)::int AS n FROM events WHERE entity_kind = 'run' GROUP BY type",
       ).map((r) => [r.type, r.n]),
     );
-    expect(events).toEqual({ "run.queued": 50, "run.started": 50, "run.step_finished": 100, "run.finished": 50 });
+    expect(events).toEqual({
+      "run.queued": 50,
+      "run.started": 50,
+      "run.step_finished": 100,
+      "run.finished": 50,
+    });
     // Each run's ledger plan completed; no job is left in graphile-worker's table.
     expect(
-      count(url, "SELECT COUNT(*)::int AS n FROM plans WHERE status = 'COMPLETED' AND plan_id IN (SELECT plan_id FROM workflow_runs)"),
+      count(
+        url,
+        "SELECT COUNT(*)::int AS n FROM plans WHERE status = 'COMPLETED' AND plan_id IN (SELECT plan_id FROM workflow_runs)",
+      ),
     ).toBe(50);
     expect(count(url, "SELECT COUNT(*)::int AS n FROM graphile_worker._private_jobs")).toBe(0);
     // The workers ran the bundle from their own cache: neither has a copy of the workflow folder.
     for (const w of [w1, w2]) {
       expect(existsSync(join(w.dir, "workflows"))).toBe(false);
-      expect(readdirSync(join(w.dir, ".ratchet", "cache", "bundles")).filter((f) => !f.startsWith("."))).toHaveLength(1);
+      expect(
+        readdirSync(join(w.dir, ".ratchet-worker", "bundles")).filter((f) => !f.startsWith(".")),
+      ).toHaveLength(1);
     }
-    const show = json<{ status: string; steps: { fast_path: boolean }[] }>(await w2.run(["runs", "show", ids[7] as string, "--json"]));
+    const show = json<{ status: string; steps: { fast_path: boolean }[] }>(
+      await w2.run(["runs", "show", ids[7] as string, "--json"]),
+    );
     expect(show.status).toBe("passed");
   });
 
@@ -192,7 +219,9 @@ describe.runIf(pgAvailable())("ratchet worker and the queue on PostgreSQL", () =
     // The other worker (another folder) finds the dead owner and closes the run.
     const b = wb.start(["worker", "--json"]);
     await waitFor(
-      () => rows<{ status: string }>(url, "SELECT status FROM workflow_runs WHERE run_id = $1", [runId])[0]?.status === "interrupted",
+      () =>
+        rows<{ status: string }>(url, "SELECT status FROM workflow_runs WHERE run_id = $1", [runId])[0]
+          ?.status === "interrupted",
       "the run to be marked interrupted",
       60_000,
       200,
@@ -249,7 +278,10 @@ describe.runIf(pgAvailable())("ratchet worker and the queue on PostgreSQL", () =
     await waitFor(
       async () => {
         await enq.run(["runs", "list", "--json"]);
-        return rows<{ status: string }>(url, "SELECT status FROM workflow_runs WHERE run_id = $1", [runId])[0]?.status === "interrupted";
+        return (
+          rows<{ status: string }>(url, "SELECT status FROM workflow_runs WHERE run_id = $1", [runId])[0]
+            ?.status === "interrupted"
+        );
       },
       "the lease to expire and a reader to mark the run",
       60_000,
@@ -272,9 +304,9 @@ describe.runIf(pgAvailable())("ratchet worker and the queue on PostgreSQL", () =
       [runId],
     ).map((e) => e.type);
     expect(types).toEqual(["run.queued", "run.started", "run.interrupted"]);
-    expect(rows<{ status: string }>(url, "SELECT status FROM workflow_runs WHERE run_id = $1", [runId])[0]?.status).toBe(
-      "interrupted",
-    );
+    expect(
+      rows<{ status: string }>(url, "SELECT status FROM workflow_runs WHERE run_id = $1", [runId])[0]?.status,
+    ).toBe("interrupted");
   });
 
   test("a scheduled workflow fires on its schedule: one run per slot with trigger=schedule, across two workers", async () => {
@@ -294,7 +326,9 @@ describe.runIf(pgAvailable())("ratchet worker and the queue on PostgreSQL", () =
     expect(first.status, first.stderr).toBe(0);
     expect(count(url, "SELECT COUNT(*)::int AS n FROM workflow_runs")).toBe(0);
     expect(
-      rows<{ identifier: string }>(url, "SELECT identifier FROM graphile_worker._private_known_crontabs").map((r) => r.identifier),
+      rows<{ identifier: string }>(url, "SELECT identifier FROM graphile_worker._private_known_crontabs").map(
+        (r) => r.identifier,
+      ),
     ).toEqual(["ratchet:schedule:tick"]);
     // The test clock: five minutes pass with no worker up. Two workers then start at once and fire
     // the slots of the last minute they missed (--backfill 60): graphile adds each slot's job once.
@@ -303,7 +337,9 @@ describe.runIf(pgAvailable())("ratchet worker and the queue on PostgreSQL", () =
       "UPDATE graphile_worker._private_known_crontabs SET known_since = now() - interval '5 minutes', last_execution = now() - interval '5 minutes'",
     );
     const [r1, r2] = await Promise.all(
-      [m1, m2].map((m) => m.run(["worker", "--once", "--workflows", join(m.dir, "workflows"), "--backfill", "60", "--json"])),
+      [m1, m2].map((m) =>
+        m.run(["worker", "--once", "--workflows", join(m.dir, "workflows"), "--backfill", "60", "--json"]),
+      ),
     );
     expect(r1?.status, r1?.stderr).toBe(0);
     expect(r2?.status, r2?.stderr).toBe(0);
@@ -313,7 +349,8 @@ describe.runIf(pgAvailable())("ratchet worker and the queue on PostgreSQL", () =
     );
     expect(runs.length).toBeGreaterThanOrEqual(1);
     expect(runs.length).toBeLessThanOrEqual(2); // a minute boundary may pass between the two starts
-    for (const r of runs) expect(r).toMatchObject({ status: "passed", trigger: "schedule", workflow_id: "tick" });
+    for (const r of runs)
+      expect(r).toMatchObject({ status: "passed", trigger: "schedule", workflow_id: "tick" });
     // One run per slot: the run id carries the slot's time, and no slot has two.
     const slots = runs.map((r) => r.run_id.slice(0, "run-YYYYMMDDHHMMSS".length));
     expect(new Set(slots).size).toBe(runs.length);
@@ -328,7 +365,10 @@ describe.runIf(pgAvailable())("ratchet worker and the queue on PostgreSQL", () =
     dirs.push(sqliteDir);
     const init = await ratchet(["init"], { cwd: sqliteDir });
     expect(init.status).toBe(0);
-    for (const args of [["worker", "--once"], ["run", join(m.wf("slow")), "--queue"]]) {
+    for (const args of [
+      ["worker", "--once"],
+      ["run", join(m.wf("slow")), "--queue"],
+    ]) {
       const r = await ratchet(args, { cwd: sqliteDir, env: { RATCHET_QUEUE: "1" } });
       expect(r.status, r.stderr).toBe(2);
       expect(r.stderr).toContain("PostgreSQL");
@@ -340,7 +380,12 @@ describe.runIf(pgAvailable())("ratchet worker and the queue on PostgreSQL", () =
     expect(noQueue.stderr).toContain('"queue"');
     expect((await m.run(["worker", "--once"], { RATCHET_QUEUE: "0" })).status).toBe(2);
     expect((await m.run(["worker", "--once"], { RATCHET_QUEUE: "yes" })).status).toBe(2);
-    for (const bad of [["--concurrency", "0"], ["--concurrency", "x"], ["--queue", "Bad Name"], ["--lease-seconds", "0"]]) {
+    for (const bad of [
+      ["--concurrency", "0"],
+      ["--concurrency", "x"],
+      ["--queue", "Bad Name"],
+      ["--lease-seconds", "0"],
+    ]) {
       const r = await m.run(["worker", "--once", ...bad]);
       expect(r.status, `${bad.join(" ")}: ${r.stderr}`).toBe(2);
     }
@@ -375,7 +420,11 @@ describe.runIf(pgAvailable())("ratchet worker and the queue on PostgreSQL", () =
     expect(types).toEqual(["run.queued", "run.cancelled"]);
     // --wait: a worker finishes the run; the enqueuer exits with its ending.
     const waiting = m.run(["run", m.wf("slow"), "--queue", "--wait", "--json"]);
-    await waitFor(() => count(url, "SELECT COUNT(*)::int AS n FROM workflow_runs WHERE status = 'queued'") === 1, "the waited run to be queued", 60_000);
+    await waitFor(
+      () => count(url, "SELECT COUNT(*)::int AS n FROM workflow_runs WHERE status = 'queued'") === 1,
+      "the waited run to be queued",
+      60_000,
+    );
     const drained = await w.run(["worker", "--once"]);
     expect(drained.status, drained.stderr).toBe(0);
     const waited = await waiting;
