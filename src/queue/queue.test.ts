@@ -18,9 +18,10 @@ import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { Ledger } from "../ledger/index.js";
 import { BlobStore, RunStatus, runStoreOf, SqliteStore } from "../store/index.js";
-import { interruptReason, recoverInterruptedRuns } from "../workflow/index.js";
+import { interruptReason, parseWorkflowText, recoverInterruptedRuns } from "../workflow/index.js";
 import { decodeBundle, encodeBundle, materialiseBundle, putBundle } from "./bundle.js";
 import { compileQueueConfig, loadQueueConfig, requireQueue } from "./config.js";
+import { serialQueueOf } from "./enqueue.js";
 import { checkQueueName, parseRunJob, runTask } from "./jobs.js";
 import { slotRunId } from "./schedule.js";
 
@@ -136,6 +137,23 @@ describe("queue config and jobs", () => {
       { ...ok, step_timeout_seconds: 0 },
     ])
       expect(() => parseRunJob(bad)).toThrow(/payload/);
+  });
+
+  test("schedule: five cron fields, checked by graphile's parser, refused naming schedule", () => {
+    const wf = (schedule: string) =>
+      parseWorkflowText(
+        `id: w\nschedule: "${schedule}"\nsteps:\n  - id: a\n    description: x\n`,
+        "/w/workflow.yaml",
+      );
+    expect(wf("0 * * * *").schedule).toBe("0 * * * *");
+    expect(wf(" */5 1-3 * * 1 ").schedule).toBe("*/5 1-3 * * 1");
+    for (const bad of ["61 * * * *", "* * * *", "* * * * * *", "a b c d e", ""])
+      expect(() => wf(bad), bad).toThrow(/schedule/);
+    expect(
+      serialQueueOf(
+        parseWorkflowText("id: w\nserial: true\nsteps:\n  - id: a\n    description: x\n", "/w/x.yaml"),
+      ),
+    ).toBe("ratchet:w");
   });
 
   test("a schedule slot's run id is the same on every worker and differs per slot and workflow", () => {

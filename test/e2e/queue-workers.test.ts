@@ -418,6 +418,22 @@ describe.runIf(pgAvailable())("ratchet worker and the queue on PostgreSQL", () =
       [runId],
     ).map((e) => e.type);
     expect(types).toEqual(["run.queued", "run.cancelled"]);
+    // serial: true — the workflow's runs share one graphile queue (one at a time across workers).
+    writeFileSync(
+      join(m.wf("slow"), "workflow.yaml"),
+      `id: slow\nserial: true\nvariables:\n  sleep:\n    default: "0"\nsteps:\n  - id: sleeper\n    description: x\n    agent_configs:\n      declared_execution_mode: learn_code\n`,
+    );
+    await enqueue(m, [m.wf("slow")]);
+    await enqueue(m, [m.wf("slow")]);
+    expect(
+      rows<{ queue_name: string; n: number }>(
+        url,
+        "SELECT q.queue_name, COUNT(*)::int AS n FROM graphile_worker._private_jobs j JOIN graphile_worker._private_job_queues q ON q.id = j.job_queue_id GROUP BY q.queue_name",
+      ),
+    ).toEqual([{ queue_name: "ratchet:slow", n: 2 }]);
+    const serial = await w.run(["worker", "--once", "--concurrency", "2", "--json"]);
+    expect(serial.status, serial.stderr).toBe(0);
+    expect(parseMarker(serial.stdout)).toMatchObject({ executed: { passed: 2 } });
     // --wait: a worker finishes the run; the enqueuer exits with its ending.
     const waiting = m.run(["run", m.wf("slow"), "--queue", "--wait", "--json"]);
     await waitFor(
