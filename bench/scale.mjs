@@ -208,7 +208,8 @@ async function queuedRuns(cluster, workers, runs, tag) {
     return spawn(process.execPath, [BIN, "worker", "--json"], { cwd: wdir, env, stdio: "ignore" });
   });
   const left = () =>
-    store.pg.query("SELECT COUNT(*)::int AS n FROM workflow_runs WHERE status IN ('queued', 'running')").rows[0].n;
+    store.pg.query("SELECT COUNT(*)::int AS n FROM workflow_runs WHERE status IN ('queued', 'running')")
+      .rows[0].n;
   while (left() > 0) await new Promise((r) => setTimeout(r, 200));
   for (const p of procs) p.kill("SIGTERM");
   await Promise.all(procs.map((p) => new Promise((r) => p.on("exit", r))));

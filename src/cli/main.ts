@@ -245,7 +245,10 @@ function addRunCommands(
     .command("list")
     .description("runs, newest first (marks runs whose owner process died as interrupted)")
     .option("--workflow <id>", "only runs of this workflow id")
-    .option("--status <status>", "only runs in this status: queued, running, passed, failed, interrupted, cancelled")
+    .option(
+      "--status <status>",
+      "only runs in this status: queued, running, passed, failed, interrupted, cancelled",
+    )
     .option("--limit <n>", "at most n runs (default 50)")
     .option("--json", "machine-readable output")
     .action(act(async (o: RunsListOpts) => (await rc()).cmdRunsList({ ...globals(), ...o })));
