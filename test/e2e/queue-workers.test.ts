@@ -309,6 +309,93 @@ describe.runIf(pgAvailable())("ratchet worker and the queue on PostgreSQL", () =
     ).toBe("interrupted");
   });
 
+  test("SIGTERM lets the running run finish; a second SIGTERM interrupts it", async () => {
+    const url = cluster.createDatabase();
+    const enq = machine(url, ["slow"]);
+    const w = machine(url);
+    const started = (id: string) =>
+      count(
+        url,
+        "SELECT COUNT(*)::int AS n FROM workflow_step_runs WHERE run_id = $1 AND started_at IS NOT NULL",
+        [id],
+      ) === 1;
+    const first = await enqueue(enq, [enq.wf("slow"), "--var", "sleep=3"]);
+    const a = w.start(["worker", "--json"]);
+    await waitFor(() => started(first), "the first run to start", 60_000);
+    a.child.kill("SIGTERM");
+    const ra = await a.done;
+    expect(ra.status, ra.stderr).toBe(0);
+    expect(parseMarker(ra.stdout)).toMatchObject({ executed: { passed: 1 } });
+    const second = await enqueue(enq, [enq.wf("slow"), "--var", "sleep=120"]);
+    const b = w.start(["worker", "--json"]);
+    await waitFor(() => started(second), "the second run to start", 60_000);
+    b.child.kill("SIGTERM");
+    await waitFor(() => b.stderrSoFar().includes("taking no more jobs"), "the first signal to be taken");
+    b.child.kill("SIGTERM");
+    const rb = await b.done;
+    expect(rb.status, rb.stderr).toBe(0);
+    const status = (id: string) =>
+      rows<{ status: string }>(url, "SELECT status FROM workflow_runs WHERE run_id = $1", [id])[0]?.status;
+    expect([status(first), status(second)]).toEqual(["passed", "interrupted"]);
+  });
+
+  test("enqueueOrStart (the server's and the webhook's entry): queued with a queue, the caller's own start without", async () => {
+    const url = cluster.createDatabase();
+    const { enqueueOrStart } = await import("../../src/queue/index.js");
+    const { DbBlobStore } = await import("../../src/store/index.js");
+    const { loadWorkflow } = await import("../../src/workflow/index.js");
+    const enq = machine(url, ["slow"]);
+    const store = PgStore.open(url);
+    try {
+      const ctx = {
+        store,
+        blobs: new DbBlobStore(store),
+        workspace: {
+          root: enq.dir,
+          dir: join(enq.dir, ".ratchet"),
+          dbPath: url,
+          blobsDir: "",
+          storeUrl: url,
+        },
+      };
+      const wf = loadWorkflow(join(enq.wf("slow"), "workflow.yaml"));
+      let local = 0;
+      const start = async () => {
+        local++;
+        return { run_id: "local", plan_id: "pl", workflow_id: wf.id };
+      };
+      const q = await enqueueOrStart(ctx, { workflow: wf, trigger: "webhook" }, start, {
+        RATCHET_QUEUE: "1",
+      });
+      expect(q).toMatchObject({ queued: true, status: "queued", workflow_id: "slow" });
+      const off = await enqueueOrStart(ctx, { workflow: wf }, start, { RATCHET_QUEUE: "0" });
+      expect(off).toEqual({ queued: false, run_id: "local", plan_id: "pl", workflow_id: wf.id });
+      expect(local).toBe(1);
+      const row = store.pg.query<{ status: string; trigger: string }>(
+        "SELECT status, trigger FROM workflow_runs WHERE run_id = $1",
+        [q.run_id],
+      ).rows[0];
+      expect(row).toEqual({ status: "queued", trigger: "webhook" });
+      // The job and the row committed together: one job keyed by the run id.
+      expect(
+        store.pg
+          .query<{ key: string }>("SELECT key FROM graphile_worker._private_jobs")
+          .rows.map((r) => r.key),
+      ).toEqual([q.run_id]);
+      // A refused request writes nothing: no row, no job, no blob.
+      const blobs = store.pg.query<{ n: number }>("SELECT COUNT(*)::int AS n FROM blobs").rows[0]?.n;
+      await expect(
+        enqueueOrStart(ctx, { workflow: wf, only: ["nope"] }, start, { RATCHET_QUEUE: "1" }),
+      ).rejects.toThrow(/nope/);
+      expect(store.pg.query<{ n: number }>("SELECT COUNT(*)::int AS n FROM workflow_runs").rows[0]?.n).toBe(
+        1,
+      );
+      expect(store.pg.query<{ n: number }>("SELECT COUNT(*)::int AS n FROM blobs").rows[0]?.n).toBe(blobs);
+    } finally {
+      store.close();
+    }
+  });
+
   test("a scheduled workflow fires on its schedule: one run per slot with trigger=schedule, across two workers", async () => {
     const url = cluster.createDatabase();
     const scheduled = () => {
