@@ -11,14 +11,18 @@
 //      start, `pg` load, connect).
 //  (d) learned workflow runs/s executed locally: `ratchet run` of the two-step learned fixture
 //      (test/fixtures/workflows/pipeline, zero model requests), one process after the other, on
-//      SQLite vs PostgreSQL. Queued runs through workers (1, 2, 4) are not measured: there is no
-//      `ratchet worker` yet (docs/scale-out.md).
+//      SQLite vs PostgreSQL.
+//  (e) queued learned runs/s through `ratchet worker` processes (1, 2 and 4 workers, each in its
+//      own folder with no copy of the workflow, concurrency 1 each) on PostgreSQL, and the ratio to
+//      (d)'s local `ratchet run` on PostgreSQL of the same run. The runs are enqueued first (in this
+//      process, not timed); the rate is runs over the span from the first claim to the last finish
+//      (the run rows' own times), so worker start-up is not counted.
 //  (events) live event delivery across processes: this process commits one event (its own store
 //      connection), and two other processes deliver it — `ratchet events --follow --json` (a stdout
 //      line) and `ratchet serve` (an SSE frame on GET /events read here). Latency from the return of
 //      the commit to the line / frame arriving, median and p95, on SQLite (a watch of the WAL file's
 //      folder) and on PostgreSQL (LISTEN/NOTIFY), and the ratio PostgreSQL / SQLite.
-// BENCH_ONLY=d runs part (d) alone; BENCH_ONLY=events the event delivery part alone.
+// BENCH_ONLY=d runs part (d) alone; BENCH_ONLY=e runs (d) and (e); BENCH_ONLY=events the event delivery part alone.
 // The PostgreSQL server is a throwaway cluster (Debian's postgresql; initdb in a temp folder, as
 // the `postgres` user when root), like test/harness/pg.ts.
 // Run as `node bench/scale.mjs --writer <url|path> <steps> <id>` it is one writer process.
@@ -323,6 +327,48 @@ async function partEvents(figures, cluster, quick) {
   figures["(events) ratio postgres / sqlite, SSE (median)"] = pg.sse.p50 / sq.sse.p50;
 }
 
+/** (e): `runs` queued learned runs executed by `workers` worker processes; runs/s over claim→finish. */
+async function queuedRuns(cluster, workers, runs, tag) {
+  const url = cluster.createDb(`b_queue_${tag}`);
+  const { enqueueRun } = await import(join(ROOT, "dist", "queue", "index.js"));
+  const { loadWorkflow } = await import(join(ROOT, "dist", "workflow", "index.js"));
+  const { DbBlobStore } = await import(join(ROOT, "dist", "store", "index.js"));
+  const dir = tempDir(`scale-queue-${tag}`);
+  const wfDir = join(dir, "workflows", "pipeline");
+  cpSync(join(ROOT, "test", "fixtures", "workflows", "pipeline"), wfDir, { recursive: true });
+  const wf = loadWorkflow(join(wfDir, "workflow.yaml"));
+  const store = PgStore.open(url);
+  const ctx = { store, blobs: new DbBlobStore(store), workspace: { storeUrl: url } };
+  for (let i = 0; i < runs; i++) await enqueueRun(ctx, wf, { group: "small" });
+  const env = { ...process.env, RATCHET_DB: url, RATCHET_QUEUE: "1", SECRET_API_TOKEN: "bench-token" };
+  const procs = Array.from({ length: workers }, (_, i) => {
+    const wdir = tempDir(`scale-worker-${tag}-${i}`);
+    return spawn(process.execPath, [BIN, "worker", "--json"], { cwd: wdir, env, stdio: "ignore" });
+  });
+  const left = () =>
+    store.pg.query("SELECT COUNT(*)::int AS n FROM workflow_runs WHERE status IN ('queued', 'running')")
+      .rows[0].n;
+  while (left() > 0) await new Promise((r) => setTimeout(r, 200));
+  for (const p of procs) p.kill("SIGTERM");
+  await Promise.all(procs.map((p) => new Promise((r) => p.on("exit", r))));
+  const span = store.pg.query(
+    "SELECT MIN(started_at) AS a, MAX(finished_at) AS b, COUNT(*) FILTER (WHERE status = 'passed')::int AS ok FROM workflow_runs",
+  ).rows[0];
+  store.close();
+  if (span.ok !== runs) throw new Error(`(e) ${workers} workers: ${span.ok} of ${runs} runs passed`);
+  return (runs * 1000) / (Date.parse(span.b) - Date.parse(span.a));
+}
+
+async function partE(figures, cluster, quick) {
+  const RUNS = quick ? 12 : 40;
+  const local = figures["(d) learned runs/s, local `ratchet run`, postgres (" + (quick ? 5 : 15) + " runs)"];
+  for (const w of [1, 2, 4]) {
+    const rate = await queuedRuns(cluster, w, RUNS, `w${w}`);
+    figures[`(e) queued learned runs/s, ${w} worker(s) (${RUNS} runs)`] = rate;
+    figures[`(e) ratio to local \`ratchet run\` on postgres, ${w} worker(s)`] = rate / local;
+  }
+}
+
 async function main() {
   const quick = process.env.BENCH_QUICK === "1";
   if (process.env.BENCH_ONLY === "events") {
@@ -336,11 +382,12 @@ async function main() {
     }
     return;
   }
-  if (process.env.BENCH_ONLY === "d") {
+  if (process.env.BENCH_ONLY === "d" || process.env.BENCH_ONLY === "e") {
     const cluster = await startCluster();
     try {
       const figures = {};
       partD(figures, cluster, quick);
+      if (process.env.BENCH_ONLY === "e") await partE(figures, cluster, quick);
       report("scale-runs", figures);
     } finally {
       cluster.stop();
@@ -411,6 +458,7 @@ async function main() {
     figures["(c) ratio postgres / sqlite"] = median(pgMs) / median(sqMs);
     partD(figures, cluster, quick);
     await partEvents(figures, cluster, quick);
+    await partE(figures, cluster, quick);
     report("scale", figures);
     console.log(
       `\n  load average at the end: ${fmt(Number(spawnSync("cat", ["/proc/loadavg"], { encoding: "utf8" }).stdout.split(" ")[0]))}`,

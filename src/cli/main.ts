@@ -16,6 +16,7 @@ import { reviewCommand } from "./review-command.js";
 import { addStoreCommands } from "./store-commands.js";
 import { addWhyCommands } from "./why-commands.js";
 import { addWordsCommands } from "./words-commands.js";
+import { addWorkerCommands } from "./worker-commands.js";
 import { runBatch, runFlowCommand } from "./write-flows.js";
 
 const VERSION = "0.1.0";
@@ -191,6 +192,7 @@ function build(setStatus: (n: number) => void): Command {
   addGraphCommands(program, act, globals);
   addCompletionCommands(program, act, globals);
   addStoreCommands(program, act);
+  addWorkerCommands(program, act, globals);
 
   return program;
 }
@@ -228,6 +230,12 @@ function addRunCommands(
     )
     .option("--json", "machine-readable output (the report only; no progress)")
     .option("--quiet", "print nothing but errors (the exit status says how the run ended)")
+    .option(
+      "--queue",
+      "enqueue the run for `ratchet worker` (PostgreSQL store with a queue); prints the run id",
+    )
+    .option("--queue-name <name>", "with --queue: the queue (default: default)")
+    .option("--wait", "with --queue: wait until a worker has finished the run (exit 0 passed, 8 otherwise)")
     .addHelpText(
       "after",
       "\nExamples:\n  ratchet run examples/workflows/hello --group french --var names=Ada,Grace\n  ratchet run flows/sales.yaml --only fetch-orders,build-report --json",
@@ -239,7 +247,10 @@ function addRunCommands(
     .command("list")
     .description("runs, newest first (marks runs whose owner process died as interrupted)")
     .option("--workflow <id>", "only runs of this workflow id")
-    .option("--status <status>", "only runs in this status: running, passed, failed, interrupted, cancelled")
+    .option(
+      "--status <status>",
+      "only runs in this status: queued, running, passed, failed, interrupted, cancelled",
+    )
     .option("--limit <n>", "at most n runs (default 50)")
     .option("--json", "machine-readable output")
     .action(act(async (o: RunsListOpts) => (await rc()).cmdRunsList({ ...globals(), ...o })));

@@ -211,6 +211,9 @@ export async function cmdRun(
     trigger?: string;
     stepTimeout?: string;
     model?: string;
+    queue?: boolean;
+    queueName?: string;
+    wait?: boolean;
   },
 ): Promise<number> {
   const wf = openWorkflow(workflowArg);
@@ -218,6 +221,14 @@ export async function cmdRun(
   const only = parseOnly(opts.only);
   const timeout = parseTimeout(opts.stepTimeout);
   const trigger = parseTrigger(opts.trigger);
+  if ((opts.queueName !== undefined || opts.wait) && !opts.queue)
+    throw new RatchetError(ErrorCode.Usage, "--queue-name and --wait need --queue", { field: "queue" });
+  if (opts.queue)
+    return (await import("./worker-commands.js")).cmdEnqueue(wf, vars, only, {
+      ...opts,
+      trigger,
+      ...(timeout !== undefined ? { stepTimeoutSeconds: timeout } : {}),
+    });
   return withLedgerContext(opts, async (ctx) => {
     const modelSteps = await modelStepsIfNeeded(wf, only, ctx.workspace.dir, opts.model);
     const report = await execute(ctx, wf, {

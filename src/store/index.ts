@@ -20,6 +20,9 @@ export { noteCommand, sqliteOnly } from "./refusal.js";
 export {
   type NewRun,
   NO_GROUP,
+  type QueuedRunInput,
+  type RunClaim,
+  type RunLease,
   type RunQuery,
   RunStatus,
   type RunStepOutcome,

@@ -12,6 +12,11 @@ import type { Store } from "./types.js";
 
 /** Status of a run. */
 export const RunStatus = {
+  /**
+   * Recorded by an enqueue (`ratchet run --queue`, `POST /api/runs` with a queue): waiting for a
+   * worker (`ratchet worker`) to claim it. No ledger plan and no step rows yet.
+   */
+  Queued: "queued",
   /** Its owner process is executing it (or died: see `interrupted`). */
   Running: "running",
   /** Every selected step passed. */
@@ -121,6 +126,37 @@ export interface RunWorkflowRow {
   last_run_at: string;
 }
 
+/** What an enqueue records: a `queued` run whose bundle a worker will execute. */
+export interface QueuedRunInput {
+  run_id: string;
+  workflow_id: string;
+  workflow_path: string;
+  trigger: string;
+  group_name: string | null;
+  /** The content-addressed bundle (workflow file and learned scripts) the worker materialises. */
+  bundle_hash: string;
+  /** `<pid>@<host>` of the enqueuing process (recorded in `run.queued`). */
+  queued_by: string;
+}
+
+/** A worker's claim of a queued run. */
+export interface RunClaim {
+  plan_id: string;
+  /** `<pid>@<host>` of the worker process. */
+  owner: string;
+  /** Epoch ms after which any process may mark the run interrupted (a heartbeat moves it). */
+  lease_expires_at: number;
+}
+
+/** The lease of a running run (null columns: a local run, checked by its owner's pid only). */
+export interface RunLease {
+  run_id: string;
+  plan_id: string | null;
+  owner: string;
+  lease_expires_at: number | null;
+  heartbeat_at: string | null;
+}
+
 /** The runs contract. Writes join the ledger store's transaction (`store.tx`). */
 export interface RunStore {
   /** The ledger store the runs live beside (its `tx` is the runs' write transaction). */
@@ -130,6 +166,30 @@ export interface RunStore {
     run: NewRun,
     steps: { step_id: string; ledger_step_id: string | null; mode: string }[],
   ): WorkflowRunRow;
+  /**
+   * Records a `queued` run (no plan, no step rows) with `run.queued`.
+   * @throws the store's unique violation when the run id exists (an enqueue is never doubled).
+   */
+  enqueueRun(run: QueuedRunInput): WorkflowRunRow;
+  /**
+   * Claims a `queued` run for a worker: status `running`, its plan, owner and lease, one pending row
+   * per selected step, with `run.started`. Returns undefined (writing nothing) when the run is not
+   * `queued` any more — claimed, cancelled or interrupted — so a job runs a run at most once.
+   */
+  claimRun(
+    runId: string,
+    claim: RunClaim,
+    steps: { step_id: string; ledger_step_id: string | null; mode: string }[],
+  ): WorkflowRunRow | undefined;
+  /**
+   * Moves the lease of a running run held by `owner`. Returns false when the run is not running
+   * under that owner any more (another process found the lease expired and interrupted it).
+   */
+  heartbeat(runId: string, owner: string, leaseExpiresAt: number): boolean;
+  /** Closes a `queued` run that cannot start (`failed`, `run.finished`). False when it is not queued. */
+  failQueued(runId: string, error: string): boolean;
+  /** The leases of every `running` run. */
+  runningLeases(): RunLease[];
   /** Marks a step run as started. */
   startStep(runId: string, stepId: string, patch?: { mode?: string; fast_path?: boolean }): void;
   /** Records a step's outcome with `run.step_finished`. */
@@ -149,7 +209,10 @@ export interface RunStore {
    * Call inside the transaction that also fails the ledger steps.
    */
   markInterrupted(runId: string, reason: string): string[];
-  /** Like {@link markInterrupted}, status `cancelled` with `run.cancelled` (a cancel of a dead owner's run). */
+  /**
+   * Like {@link markInterrupted}, status `cancelled` with `run.cancelled` (a cancel of a dead owner's
+   * run, or of a `queued` run no worker has claimed yet).
+   */
   markCancelled(runId: string, reason: string): string[];
   /**
    * Records a cancel request of a `running` run (`run.cancel_requested`); the process executing it
@@ -251,6 +314,113 @@ export abstract class SqlRunStore implements RunStore {
     return row;
   }
 
+  enqueueRun(run: QueuedRunInput): WorkflowRunRow {
+    const row: WorkflowRunRow = {
+      run_id: run.run_id,
+      workflow_id: run.workflow_id,
+      workflow_path: run.workflow_path,
+      plan_id: null,
+      trigger: run.trigger,
+      group_name: run.group_name,
+      status: RunStatus.Queued,
+      owner: "queue",
+      started_at: this.now(),
+      finished_at: null,
+      error: null,
+    };
+    this.store.tx(() => {
+      this.run(
+        `INSERT INTO workflow_runs (run_id, workflow_id, workflow_path, plan_id, trigger, group_name, status, owner, started_at, finished_at, error, bundle_hash)
+           VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, NULL, NULL, ?)`,
+        [
+          row.run_id,
+          row.workflow_id,
+          row.workflow_path,
+          row.trigger,
+          row.group_name,
+          row.status,
+          row.owner,
+          row.started_at,
+          run.bundle_hash,
+        ],
+      );
+      this.#event(row, "run.queued", {
+        workflow_id: row.workflow_id,
+        trigger: row.trigger,
+        group_name: row.group_name,
+        bundle_hash: run.bundle_hash,
+        queued_by: run.queued_by,
+      });
+    });
+    return row;
+  }
+
+  claimRun(
+    runId: string,
+    claim: RunClaim,
+    steps: { step_id: string; ledger_step_id: string | null; mode: string }[],
+  ): WorkflowRunRow | undefined {
+    return this.store.tx(() => {
+      const now = this.now();
+      // The status test is the claim: under the write lock, one caller turns `queued` into `running`.
+      const won = this.get<{ run_id: string }>(
+        `UPDATE workflow_runs SET status = ?, plan_id = ?, owner = ?, started_at = ?, lease_expires_at = ?, heartbeat_at = ?
+           WHERE run_id = ? AND status = ? RETURNING run_id`,
+        [
+          RunStatus.Running,
+          claim.plan_id,
+          claim.owner,
+          now,
+          claim.lease_expires_at,
+          now,
+          runId,
+          RunStatus.Queued,
+        ],
+      );
+      if (!won) return undefined;
+      const row = this.requireRun(runId);
+      for (const [i, s] of steps.entries()) this.insertStepRun(runId, i, s);
+      this.#event(row, "run.started", {
+        workflow_id: row.workflow_id,
+        trigger: row.trigger,
+        group_name: row.group_name,
+        owner: row.owner,
+        steps: steps.map((s) => s.step_id),
+        lease_expires_at: claim.lease_expires_at,
+      });
+      return row;
+    });
+  }
+
+  heartbeat(runId: string, owner: string, leaseExpiresAt: number): boolean {
+    return this.store.tx(
+      () =>
+        this.get<{ run_id: string }>(
+          "UPDATE workflow_runs SET lease_expires_at = ?, heartbeat_at = ? WHERE run_id = ? AND status = ? AND owner = ? RETURNING run_id",
+          [leaseExpiresAt, this.now(), runId, RunStatus.Running, owner],
+        ) !== undefined,
+    );
+  }
+
+  failQueued(runId: string, error: string): boolean {
+    return this.store.tx(() => {
+      const run = this.get<WorkflowRunRow>(
+        `UPDATE workflow_runs SET status = ?, finished_at = ?, error = ? WHERE run_id = ? AND status = ? RETURNING ${RUN_COLUMNS}`,
+        [RunStatus.Failed, this.now(), error, runId, RunStatus.Queued],
+      );
+      if (!run) return false;
+      this.#event(run, "run.finished", { status: RunStatus.Failed, error });
+      return true;
+    });
+  }
+
+  runningLeases(): RunLease[] {
+    return this.all<RunLease>(
+      "SELECT run_id, plan_id, owner, lease_expires_at, heartbeat_at FROM workflow_runs WHERE status = ? ORDER BY started_at, run_id",
+      [RunStatus.Running],
+    );
+  }
+
   startStep(runId: string, stepId: string, patch: { mode?: string; fast_path?: boolean } = {}): void {
     this.store.tx(() => {
       this.run(
@@ -305,6 +475,9 @@ export abstract class SqlRunStore implements RunStore {
   ): void {
     this.store.tx(() => {
       const run = this.requireRun(runId);
+      // Closed already (another process found its lease expired and marked it interrupted): the
+      // first ending stands.
+      if (run.status !== RunStatus.Running) return;
       this.run("UPDATE workflow_runs SET status = ?, finished_at = ?, error = ? WHERE run_id = ?", [
         status,
         this.now(),
@@ -355,7 +528,9 @@ export abstract class SqlRunStore implements RunStore {
   #markEnded(runId: string, status: "interrupted" | "cancelled", reason: string): string[] {
     return this.store.tx(() => {
       const run = this.requireRun(runId);
-      if (run.status !== RunStatus.Running) return [];
+      // A queued run (no steps, no plan) can be cancelled before a worker claims it.
+      const queued = run.status === RunStatus.Queued && status === RunStatus.Cancelled;
+      if (run.status !== RunStatus.Running && !queued) return [];
       const now = this.now();
       const open = this.stepRuns(runId).filter((s) => s.outcome === null);
       const running = open.filter((s) => s.started_at !== null).map((s) => s.step_id);

@@ -34,6 +34,11 @@ export async function cancelRun(
   const runs = runStoreOf(ctx.store);
   const run = runs.getRun(runId);
   if (!run) throw new RatchetError(ErrorCode.NotFound, `run ${runId} not found`, { field: "run_id", runId });
+  // A queued run no worker has claimed yet is closed here; its job then finds it not queued.
+  if (run.status === RunStatus.Queued) {
+    runs.markCancelled(runId, `run cancelled before a worker claimed it (by ${opts.by ?? "cli"})`);
+    return { run_id: runId, status: statusOf(runs, runId), how: "direct" };
+  }
   if (run.status !== RunStatus.Running)
     throw new RatchetError(
       ErrorCode.IllegalTransition,

@@ -22,7 +22,7 @@ export { doctor } from "./doctor.js";
 export type { BridgeEndpoint, BridgeProvider, LearnedStepInput, LearnedStepResult } from "./fast-path.js";
 export { notRun, runLearnedStep } from "./fast-path.js";
 export type { InterruptedRun } from "./interrupt.js";
-export { parseOwner, processAlive, recoverInterruptedRuns } from "./interrupt.js";
+export { interruptReason, parseOwner, processAlive, recoverInterruptedRuns } from "./interrupt.js";
 export type { PathSegment, QueryResult } from "./jsonpath.js";
 export { formatPath, parsePath, queryPath } from "./jsonpath.js";
 export type { WorkflowPaths } from "./layout.js";
@@ -82,13 +82,14 @@ export {
   PROMOTION_MIN_SUCCESSES,
   STEP_MAX_CAPTURE_BYTES,
 } from "./run-limits.js";
+export { selectRun } from "./run-report.js";
 export type { RunSetup, RunSetupInput, StepSpecifics } from "./run-setup.js";
 export { learnedStepInput, prepareRunSetup } from "./run-setup.js";
 export { dependencyDirs } from "./run-steps.js";
 export type { RunStepOutcome, StepEvidence, WorkflowRunRow, WorkflowStepRunRow } from "./run-store.js";
 export { RunStatus, type RunStore, runStoreOf, summariseEvidence } from "./run-store.js";
 export type { RunContext, RunProgress, RunReport, RunWorkflowOptions, StepReport } from "./runs.js";
-export { RunTrigger, runWorkflow } from "./runs.js";
+export { RunTrigger, runOwner, runWorkflow } from "./runs.js";
 export {
   loadWorkflow,
   normaliseSecretName,

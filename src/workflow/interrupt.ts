@@ -2,13 +2,17 @@
  * Crash recovery of runs. A run records its owner (`<pid>@<host>`). When a `running` run's owner
  * is on this host and no longer alive (`kill -9`, a power cut), the next `ratchet run`,
  * `runs list` or `runs show` marks it `interrupted`, fails its open ledger steps with the reason,
- * and the plan rolls up to FAILED — all in one transaction per run. Saved scripts and their
+ * and the plan rolls up to FAILED — all in one transaction per run. A run a worker executes
+ * (`ratchet worker`, src/queue/) also holds a lease (`lease_expires_at`, moved by its heartbeat):
+ * once the lease has expired, any process on any machine marks it interrupted the same way — a
+ * dead machine's runs do not stay `running`. The status is re-read under the write lock, so two
+ * finders close a run once. Saved scripts and their
  * metadata are untouched: runs never write `learnings/` except `script_metadata.json`, atomically.
  */
 import { hostname } from "node:os";
 import type { Ledger } from "../ledger/index.js";
 import type { Store } from "../store/index.js";
-import { RunStatus, runStoreOf } from "./run-store.js";
+import { type RunLease, RunStatus, runStoreOf } from "./run-store.js";
 
 /** Whether process `pid` exists on this host (`kill(pid, 0)`; EPERM means it exists). */
 export function processAlive(pid: number): boolean {
@@ -37,22 +41,37 @@ export interface InterruptedRun {
   failed_steps: string[];
 }
 
+/** Why a running run is to be marked interrupted, or undefined when it may still be alive. */
+export function interruptReason(
+  run: RunLease,
+  at: { host: string; nowMs: number; isAlive: (pid: number) => boolean },
+): string | undefined {
+  if (run.lease_expires_at !== null && run.lease_expires_at < at.nowMs)
+    return `run interrupted: the lease of ${run.owner} expired at ${new Date(run.lease_expires_at).toISOString()} (last heartbeat ${run.heartbeat_at ?? "never"})`;
+  const owner = parseOwner(run.owner);
+  if (!owner || owner.host !== at.host || at.isAlive(owner.pid)) return undefined;
+  return `run interrupted: owner process ${run.owner} is gone`;
+}
+
 /**
- * Marks every `running` run whose owner process is gone as `interrupted`. Runs owned by another
- * host are left alone (their owner cannot be checked from here).
+ * Marks every `running` run whose owner process is gone (same host) or whose lease has expired
+ * (any host) as `interrupted`. Other hosts' runs without a lease are left alone (their owner cannot
+ * be checked from here).
  */
 export function recoverInterruptedRuns(
   ctx: { store: Store; ledger: Ledger },
-  opts: { host?: string; isAlive?: (pid: number) => boolean } = {},
+  opts: { host?: string; isAlive?: (pid: number) => boolean; nowMs?: number } = {},
 ): InterruptedRun[] {
-  const host = opts.host ?? hostname();
-  const alive = opts.isAlive ?? processAlive;
+  const at = {
+    host: opts.host ?? hostname(),
+    isAlive: opts.isAlive ?? processAlive,
+    nowMs: opts.nowMs ?? Date.now(),
+  };
   const runs = runStoreOf(ctx.store);
   const out: InterruptedRun[] = [];
-  for (const run of runs.listRuns({ status: RunStatus.Running, limit: 10_000 })) {
-    const owner = parseOwner(run.owner);
-    if (!owner || owner.host !== host || alive(owner.pid)) continue;
-    const reason = `run interrupted: owner process ${run.owner} is gone`;
+  for (const run of runs.runningLeases()) {
+    const reason = interruptReason(run, at);
+    if (!reason) continue;
     const failed = ctx.store.tx(() => {
       const cur = runs.getRun(run.run_id);
       if (cur?.status !== RunStatus.Running) return undefined;

@@ -5,6 +5,9 @@
  */
 export {
   NO_GROUP,
+  type QueuedRunInput,
+  type RunClaim,
+  type RunLease,
   RunStatus,
   type RunStepOutcome,
   type RunStore,

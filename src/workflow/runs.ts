@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { join } from "node:path";
 import type { BridgeConfig } from "../bridge/index.js";
-import { type Clock, systemClock } from "../core/index.js";
+import { type Clock, ErrorCode, RatchetError, systemClock } from "../core/index.js";
 import type { ProcessRunner, SandboxInfo } from "../exec/index.js";
 import type { Ledger } from "../ledger/index.js";
 import { cachedReviewer } from "../review/cache.js";
@@ -76,6 +76,13 @@ export interface RunWorkflowOptions {
    * module's `createModelStepRunner`). Without it such steps fail with `needs_model`.
    */
   modelSteps?: ModelStepRunner;
+  /**
+   * Executes a `queued` run (a worker, src/queue/): the run row exists; recording it claims it
+   * (`queued` → `running`) with a lease of `leaseMs`, which a heartbeat moves every third of it.
+   * A lost lease (another process marked the run interrupted) aborts the run.
+   * @throws RatchetError `illegal_transition` naming `run_id` when the run is not queued any more.
+   */
+  claim?: { runId: string; leaseMs: number };
   /** Called once the run is recorded, before any step runs. */
   onStarted?: (r: { run_id: string; plan_id: string; write_protection: SandboxInfo }) => void;
 }
@@ -159,11 +166,15 @@ export async function runWorkflow(
     }
   }, CANCEL_POLL_MS);
   poll.unref();
+  const beat = opts.claim
+    ? heartbeat(run.runs, run.runId, opts.claim.leaseMs, () => cancel.abort())
+    : undefined;
   opts.onStarted?.({ run_id: run.runId, plan_id: run.planId, write_protection: setup.sandbox });
   try {
     await runSteps(run);
   } finally {
     clearInterval(poll);
+    if (beat) clearInterval(beat);
   }
   const requested = cancel.signal.aborted;
   const ending = runEnding(run.reports, run.cancelled);
@@ -202,7 +213,7 @@ function openRun(
   const runs = runStoreOf(ctx.store);
   // Reports of unchanged scripts come from the workspace's review cache (see review/cache.ts).
   const review = cachedReviewer(join(ctx.workspace.dir, "cache", "review"));
-  const runId = newRunId(clock.now());
+  const runId = opts.claim?.runId ?? newRunId(clock.now());
   const { planId, ledgerIds } = recordRun(ctx, runs, wf, sel, runId, opts);
   const run: RunState = {
     ctx,
@@ -267,22 +278,59 @@ function recordRun(
       { kind: "workflow_run", cwd: workflowHome(wf) },
     );
     const ids = plan.step_ids.slice(0, selected.length);
-    runs.startRun(
-      {
-        run_id: runId,
-        workflow_id: wf.id,
-        workflow_path: wf.source,
-        plan_id: plan.plan_id,
-        trigger: opts.trigger ?? RunTrigger.Manual,
-        group_name: opts.group ?? null,
-        owner: `${process.pid}@${hostname()}`,
-      },
-      selected.map((id, i) => ({
-        step_id: id,
-        ledger_step_id: ids[i] ?? null,
-        mode: modes.get(id) as string,
-      })),
-    );
+    const owner = runOwner();
+    const steps = selected.map((id, i) => ({
+      step_id: id,
+      ledger_step_id: ids[i] ?? null,
+      mode: modes.get(id) as string,
+    }));
+    if (opts.claim) {
+      const claim = { plan_id: plan.plan_id, owner, lease_expires_at: Date.now() + opts.claim.leaseMs };
+      // Not queued any more (claimed, cancelled, interrupted): nothing of this attempt is kept.
+      if (!runs.claimRun(runId, claim, steps))
+        throw new RatchetError(ErrorCode.IllegalTransition, `run ${runId} is not queued any more`, {
+          field: "run_id",
+          runId,
+          to: RunStatus.Running,
+        });
+    } else
+      runs.startRun(
+        {
+          run_id: runId,
+          workflow_id: wf.id,
+          workflow_path: wf.source,
+          plan_id: plan.plan_id,
+          trigger: opts.trigger ?? RunTrigger.Manual,
+          group_name: opts.group ?? null,
+          owner,
+        },
+        steps,
+      );
     return { planId: plan.plan_id, ledgerIds: ids };
   });
+}
+
+/** `<pid>@<host>`: the owner of the runs this process executes (workers included). */
+export function runOwner(): string {
+  return `${process.pid}@${hostname()}`;
+}
+
+/** Moves a claimed run's lease every third of it; calls `lost` once when the lease is gone. */
+function heartbeat(runs: RunStore, runId: string, leaseMs: number, lost: () => void): NodeJS.Timeout {
+  const owner = runOwner();
+  const t = setInterval(
+    () => {
+      try {
+        if (!runs.heartbeat(runId, owner, Date.now() + leaseMs)) {
+          clearInterval(t);
+          lost();
+        }
+      } catch {
+        // the store is busy or unreachable: the next beat tries again (the lease still runs)
+      }
+    },
+    Math.max(50, Math.floor(leaseMs / 3)),
+  );
+  t.unref();
+  return t;
 }

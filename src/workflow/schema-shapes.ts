@@ -109,6 +109,10 @@ export const workflowSchema = z.strictObject({
   agent_configs: agentConfigsSchema.optional(),
   groups: z.record(z.string(), z.record(z.string(), scalar)).optional(),
   webhook: webhookSchema.optional(),
+  /** A 5-field cron expression (`ratchet worker` enqueues a run per slot; see src/queue/schedule.ts). */
+  schedule: z.string().max(200).optional(),
+  /** At most one run of the workflow at a time across all workers (a graphile-worker queue). */
+  serial: z.boolean().optional(),
   steps: z.array(stepSchema).min(1).max(MAX_WORKFLOW_STEPS),
 });
 

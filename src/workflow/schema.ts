@@ -6,7 +6,9 @@
  * problem is reported with the file and the field path, e.g.
  * `flow.yaml: steps[2].agent_configs.declared_execution_mode: must be one of …`.
  */
+
 import { readFileSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
 import { extname, resolve } from "node:path";
 import { parseDocument } from "yaml";
 import { ErrorCode, RatchetError } from "../core/errors.js";
@@ -69,6 +71,10 @@ export function parseWorkflow(raw: unknown, source: string): Workflow {
   );
   const groups = checkGroups(w.groups, variables, issues);
   const steps = checkSteps(w.steps, issues);
+  if (w.schedule !== undefined) {
+    const problem = scheduleProblem(w.schedule);
+    if (problem) issues.push({ path: "schedule", message: problem });
+  }
   if (issues.length > 0) throw violation(source, issues);
   const workflow: Workflow = {
     id: w.id,
@@ -82,6 +88,8 @@ export function parseWorkflow(raw: unknown, source: string): Workflow {
   if (w.description !== undefined) workflow.description = w.description;
   if (w.webhook === true) workflow.webhook = {};
   else if (w.webhook && typeof w.webhook === "object") workflow.webhook = { secretEnv: w.webhook.secret_env };
+  if (w.schedule !== undefined) workflow.schedule = w.schedule.trim();
+  if (w.serial !== undefined) workflow.serial = w.serial;
   return workflow;
 }
 
@@ -165,4 +173,24 @@ export function loadWorkflow(path: string): Workflow {
     );
   }
   return parseWorkflow(parseDocumentText(text, path), abs);
+}
+
+/**
+ * What is wrong with a `schedule:` value, or undefined: five cron fields
+ * (minute hour day-of-month month day-of-week), checked by graphile-worker's own parser (loaded only
+ * for a workflow that declares a schedule).
+ */
+export function scheduleProblem(schedule: string): string | undefined {
+  const fields = schedule.trim().split(/\s+/);
+  if (fields.length !== 5 || fields[0] === "")
+    return `must be a cron expression of 5 fields (minute hour day-of-month month day-of-week), e.g. "0 * * * *" (got ${JSON.stringify(schedule)})`;
+  const { parseCronItem } = createRequire(import.meta.url)("graphile-worker/dist/crontab.js") as {
+    parseCronItem: (item: { task: string; match: string; identifier: string }, source?: string) => unknown;
+  };
+  try {
+    parseCronItem({ task: "ratchet_schedule", match: fields.join(" "), identifier: "schedule" }, "schedule");
+    return undefined;
+  } catch (e) {
+    return `not a valid cron expression ${JSON.stringify(schedule)}: ${(e as Error).message}`;
+  }
 }

@@ -103,6 +103,10 @@ export interface Workflow {
    * (runs recorded `trigger=webhook`). Absent: the trigger answers 404.
    */
   webhook?: WebhookTrigger;
+  /** `schedule:` — a 5-field cron expression; `ratchet worker` enqueues a run (trigger `schedule`) per slot. */
+  schedule?: string;
+  /** `serial: true` — queued runs of this workflow run one at a time across all workers. */
+  serial?: boolean;
   steps: WorkflowStep[];
   /** Absolute path of the file it was loaded from. */
   source: string;

@@ -12,12 +12,14 @@ import {
   MAX_TEXT_CHARS,
   RatchetError,
 } from "../../core/index.js";
+import { enqueueOrStart } from "../../queue/index.js";
 import {
   cancelRun,
   MAX_STEP_TIMEOUT_SECONDS,
   RunStatus,
   RunTrigger,
   runWorkflow,
+  type Workflow,
   type WorkflowRunRow,
 } from "../../workflow/index.js";
 import type { RouteGroup } from "../app.js";
@@ -121,14 +123,41 @@ export function parseStartRun(raw: unknown): StartRunBody {
 }
 
 /**
- * Starts a run in this process and resolves once it is recorded (before any step runs).
+ * Starts a run and resolves once it is recorded (before any step runs): queued for a worker when
+ * the workspace has a queue (src/queue/, `plan_id` null, `status` "queued"), else in this process.
  * @throws the workflow's load errors and the run's refusals (variables, secrets, `only`).
  */
 export async function startRun(
   ctx: ServerContext,
   body: StartRunBody,
-): Promise<{ run_id: string; plan_id: string; workflow_id: string }> {
+): Promise<{ run_id: string; plan_id: string | null; workflow_id: string; status?: string }> {
   const wf = openWorkflowAt(ctx.workspace.root, body.workflow);
+  // queue-core: one call decides queue or local (src/queue/entry.ts).
+  const r = await enqueueOrStart(
+    ctx,
+    {
+      workflow: wf,
+      ...(body.vars ? { vars: body.vars } : {}),
+      ...(body.group ? { group: body.group } : {}),
+      ...(body.only ? { only: body.only } : {}),
+      trigger: body.trigger ?? RunTrigger.Manual,
+      ...(body.step_timeout_seconds ? { stepTimeoutSeconds: body.step_timeout_seconds } : {}),
+    },
+    () => startLocalRun(ctx, wf, body),
+  );
+  if (r.queued) {
+    ctx.hub.kick();
+    return { run_id: r.run_id, plan_id: null, workflow_id: r.workflow_id, status: r.status };
+  }
+  return { run_id: r.run_id, plan_id: r.plan_id, workflow_id: r.workflow_id };
+}
+
+/** Starts a run in this process; resolves once it is recorded. */
+async function startLocalRun(
+  ctx: ServerContext,
+  wf: Workflow,
+  body: StartRunBody,
+): Promise<{ run_id: string; plan_id: string; workflow_id: string }> {
   const abort = new AbortController();
   ctx.active.add(abort);
   const r = await new Promise<{ run_id: string; plan_id: string }>((resolveStarted, rejectStarted) => {

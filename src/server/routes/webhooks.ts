@@ -165,8 +165,7 @@ export const webhookRoutes: RouteGroup = (app, { ctx, readOnly, tokenValid, body
     const denied = refusal(c, wf, raw);
     if (denied) return denied;
     const body = parseTrigger(wf, parseJson(raw));
-    // QUEUE: the one call site of the webhook trigger. queue-core's merge switches it to enqueue
-    // when a queue is configured (as POST /api/runs), keeping `trigger: webhook`.
+    // Queued for a worker when the workspace has a queue (src/queue/entry.ts), else run here.
     const r = await startRun(ctx, body);
     return c.json({ ok: true, op: "webhook-trigger", trigger: RunTrigger.Webhook, ...r }, 202);
   });

@@ -387,4 +387,16 @@ CREATE TABLE thread_journal (
 );
 `),
   },
+  {
+    id: 6,
+    name: "run_leases",
+    // The queue (issue 17, src/queue/): a queued run's bundle, and the lease of a run a worker
+    // executes — its expiry (epoch ms) and last heartbeat. Any process on any machine that finds a
+    // running run's lease expired marks it interrupted (workflow/interrupt.ts).
+    sql: c(`
+ALTER TABLE workflow_runs ADD COLUMN bundle_hash TEXT;
+ALTER TABLE workflow_runs ADD COLUMN lease_expires_at BIGINT;
+ALTER TABLE workflow_runs ADD COLUMN heartbeat_at TEXT;
+`),
+  },
 ];

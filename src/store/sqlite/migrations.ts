@@ -732,4 +732,15 @@ CREATE TABLE prov_node_cache (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    id: 12,
+    name: "run_leases",
+    // The queue (issue 17): PostgreSQL migration 6's columns, so the run statements (and the lease
+    // check of workflow/interrupt.ts) are the same on both stores. A SQLite store has no queue.
+    sql: `
+ALTER TABLE workflow_runs ADD COLUMN bundle_hash TEXT;
+ALTER TABLE workflow_runs ADD COLUMN lease_expires_at INTEGER;
+ALTER TABLE workflow_runs ADD COLUMN heartbeat_at TEXT;
+`,
+  },
 ];

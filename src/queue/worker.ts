@@ -1,0 +1,249 @@
+/**
+ * `ratchet worker`: takes jobs from graphile-worker in the store's PostgreSQL database.
+ *
+ * A run job ({@link runTask}) names a `queued` run and its bundle. The worker materialises the
+ * bundle into its own cache (bundle.ts), loads the workflow from there and executes it with
+ * `runWorkflow({ claim })`: recording the run claims it (`queued` → `running` under the write lock,
+ * owner `<pid>@<host>`, a lease moved by a heartbeat). A job whose run is not `queued` any more
+ * (claimed by an earlier attempt, cancelled, interrupted) completes without executing anything —
+ * so a job graphile hands out twice (a worker died holding it) never runs its run twice: the run
+ * of a dead worker ends `interrupted`, found by any process once its lease expires (or at once on
+ * its own host, by pid). A run that cannot start (a bad bundle, a missing secret on this worker)
+ * is closed `failed` with the reason.
+ *
+ * A schedule job (schedule.ts) enqueues the slot's run. Every {@link RECOVER_EVERY_MS} the worker
+ * also marks runs with expired leases interrupted, whoever owned them.
+ *
+ * Stopping: the first SIGTERM/SIGINT stops taking jobs and lets running ones finish; a second
+ * aborts them (their runs end `interrupted`, their ledger steps failed) and exits.
+ */
+import { EventEmitter } from "node:events";
+import { join } from "node:path";
+import type { JobHelpers, Runner, Task, TaskList } from "graphile-worker";
+import { ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
+import type { Ledger } from "../ledger/index.js";
+import type { Blobs, Store, Workspace } from "../store/index.js";
+import {
+  loadWorkflow,
+  type ModelStepRunner,
+  RunStatus,
+  RunTrigger,
+  recoverInterruptedRuns,
+  runOwner,
+  runStoreOf,
+  runWorkflow,
+  type Workflow,
+} from "../workflow/index.js";
+import { materialiseBundle } from "./bundle.js";
+import { enqueueRunSync, ensureQueueSchema } from "./enqueue.js";
+import { parseRunJob, runTask, SCHEDULE_TASK, type ScheduleJobPayload } from "./jobs.js";
+import { RECOVER_EVERY_MS } from "./limits.js";
+import { quietLogger } from "./log.js";
+import { scheduleItems, slotRunId } from "./schedule.js";
+
+export interface WorkerContext {
+  workspace: Workspace;
+  store: Store;
+  blobs: Blobs;
+  ledger: Ledger;
+}
+
+/** Options of {@link runWorker}. */
+export interface WorkerOptions {
+  /** The PostgreSQL URL of the store (the queue's database). */
+  url: string;
+  /** Jobs run at once in this process. */
+  concurrency: number;
+  /** Process what is due, then return (tests, cron-driven hosts). */
+  once: boolean;
+  /** The queue this worker takes runs from. */
+  queue: string;
+  /** Lease of a claimed run in ms. */
+  leaseMs: number;
+  /** Workflows whose `schedule:` this worker registers. */
+  scheduled: readonly Workflow[];
+  /** How far back missed schedule slots are fired at start (seconds). */
+  backfillSeconds: number;
+  /** Model steps of a run that needs them (direct / code_exec steps); undefined: such steps fail `needs_model`. */
+  modelStepsFor?: (wf: Workflow, workspaceDir: string) => Promise<ModelStepRunner | undefined>;
+  /**
+   * Where bundles are materialised. Default {@link defaultBundleCache}: outside `.ratchet/`, which
+   * the scripts' sandbox may not read (it holds the secrets).
+   */
+  cacheDir?: string;
+  /** One line per event (started, run finished, …). */
+  log: (line: string) => void;
+  /** Aborted: stop taking jobs; running ones finish. */
+  stop?: AbortSignal;
+  /** Aborted: abort running jobs too. */
+  kill?: AbortSignal;
+}
+
+export interface WorkerSummary {
+  owner: string;
+  /** Runs this worker executed, by final status. */
+  executed: Record<string, number>;
+  /** Jobs that found their run not queued any more (not executed again). */
+  skipped: number;
+  /** Runs enqueued by schedule slots this worker fired. */
+  scheduled: number;
+}
+
+/** Runs a worker until `stop` (or, with `once`, until nothing is due). */
+export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promise<WorkerSummary> {
+  await ensureQueueSchema(ctx.store, opts.url);
+  const owner = runOwner();
+  const summary: WorkerSummary = { owner, executed: {}, skipped: 0, scheduled: 0 };
+  const byId = new Map(opts.scheduled.map((wf) => [wf.id, wf]));
+  const cache = opts.cacheDir ?? defaultBundleCache(ctx.workspace);
+  const kill = new AbortController();
+  opts.kill?.addEventListener("abort", () => kill.abort(), { once: true });
+
+  const runJob: Task = async (payload, helpers: JobHelpers) => {
+    const job = parseRunJob(payload);
+    const runs = runStoreOf(ctx.store);
+    const cur = runs.getRun(job.run_id);
+    if (cur?.status !== RunStatus.Queued) {
+      summary.skipped++;
+      opts.log(
+        `job ${helpers.job.id}: run ${job.run_id} is ${cur?.status ?? "not recorded"}: not executed again`,
+      );
+      return;
+    }
+    let wf: Workflow;
+    try {
+      wf = loadWorkflow(materialiseBundle(ctx.blobs, job.bundle_hash, cache).workflowFile);
+    } catch (e) {
+      closeUnstarted(job.run_id, `the run's bundle cannot be used on ${owner}: ${toRatchetError(e).message}`);
+      return;
+    }
+    try {
+      const modelSteps = await opts.modelStepsFor?.(wf, ctx.workspace.dir);
+      const report = await runWorkflow(ctx, wf, {
+        claim: { runId: job.run_id, leaseMs: opts.leaseMs },
+        vars: job.vars,
+        ...(job.group !== null ? { group: job.group } : {}),
+        ...(job.only !== null ? { only: job.only } : {}),
+        ...(job.step_timeout_seconds !== null ? { stepTimeoutSeconds: job.step_timeout_seconds } : {}),
+        trigger: (job.trigger as RunTrigger) ?? RunTrigger.Manual,
+        ...(modelSteps ? { modelSteps } : {}),
+        signal: kill.signal,
+      });
+      summary.executed[report.status] = (summary.executed[report.status] ?? 0) + 1;
+      opts.log(`run ${report.run_id} ${report.status} (workflow ${wf.id})`);
+    } catch (e) {
+      const err = toRatchetError(e);
+      if (err.code === ErrorCode.IllegalTransition && err.details?.field === "run_id") {
+        summary.skipped++;
+        opts.log(`job ${helpers.job.id}: run ${job.run_id} was claimed elsewhere: not executed`);
+        return;
+      }
+      // Refused before anything ran (variables, secrets, groups on this worker): close it failed.
+      closeUnstarted(job.run_id, `the run could not start on ${owner}: ${err.message}`);
+    }
+  };
+
+  const closeUnstarted = (runId: string, reason: string) => {
+    if (runStoreOf(ctx.store).failQueued(runId, reason)) {
+      summary.executed[RunStatus.Failed] = (summary.executed[RunStatus.Failed] ?? 0) + 1;
+      opts.log(`run ${runId} failed: ${reason}`);
+    }
+  };
+
+  const scheduleJob: Task = async (payload) => {
+    const p = payload as ScheduleJobPayload;
+    const wf = byId.get(p.workflow_id);
+    const slot = p._cron?.ts;
+    if (!wf || !slot) {
+      opts.log(`schedule job for ${String(p.workflow_id)}: not a workflow this worker was given; skipped`);
+      return;
+    }
+    const runId = slotRunId(wf.id, slot);
+    if (runStoreOf(ctx.store).getRun(runId)) return;
+    try {
+      enqueueRunSync(ctx, wf, { trigger: RunTrigger.Schedule, runId, queue: opts.queue });
+      summary.scheduled++;
+      opts.log(`schedule ${wf.schedule} of ${wf.id}: slot ${slot} enqueued run ${runId}`);
+    } catch (e) {
+      // Another worker recorded this slot's run between the check and the insert.
+      if (runStoreOf(ctx.store).getRun(runId)) return;
+      throw e;
+    }
+  };
+
+  const taskList: TaskList = { [runTask(opts.queue)]: runJob, [SCHEDULE_TASK]: scheduleJob };
+  const { run: runGraphile, runOnce } = await import("graphile-worker");
+  const logger = await quietLogger();
+  const recover = () => {
+    try {
+      for (const r of recoverInterruptedRuns(ctx))
+        opts.log(`run ${r.run_id} marked interrupted: ${r.reason}`);
+    } catch (e) {
+      opts.log(`recovery of expired leases failed (retried): ${(e as Error).message}`);
+    }
+  };
+  recover();
+  const sweep = setInterval(recover, RECOVER_EVERY_MS);
+  sweep.unref();
+  const cron = await scheduleItems(opts.scheduled, opts.backfillSeconds);
+  const common = { connectionString: opts.url, taskList, logger, noHandleSignals: true };
+  try {
+    if (opts.once) {
+      if (cron.length > 0) {
+        // Register the schedules and fire due (backfilled) slots, then stop; the drain below runs them.
+        const events = new EventEmitter();
+        const started = new Promise<void>((resolve) => events.once("cron:started", () => resolve()));
+        const runner = await runGraphile({
+          ...common,
+          concurrency: opts.concurrency,
+          parsedCronItems: cron,
+          events: events as never,
+        });
+        await started;
+        await runner.stop();
+      }
+      // N single-job drains: each takes jobs until none is due.
+      await Promise.all(Array.from({ length: opts.concurrency }, () => runOnce(common)));
+      return summary;
+    }
+    const events = new EventEmitter();
+    const runner: Runner = await runGraphile({
+      ...common,
+      concurrency: opts.concurrency,
+      parsedCronItems: cron,
+      pollInterval: 1000,
+      events: events as never,
+    });
+    opts.log(
+      `worker ${owner} started: queue ${opts.queue}, concurrency ${opts.concurrency}, ${cron.length} schedule(s)`,
+    );
+    const stopped = new Promise<void>((resolve) => {
+      if (opts.stop?.aborted) resolve();
+      opts.stop?.addEventListener("abort", () => resolve(), { once: true });
+    });
+    await Promise.race([stopped, runner.promise]);
+    await runner.stop();
+    await runner.promise.catch(() => undefined);
+    return summary;
+  } finally {
+    clearInterval(sweep);
+  }
+}
+
+/** `<workspace root>/.ratchet-worker/bundles`: the worker's bundle cache. */
+export function defaultBundleCache(ws: Pick<Workspace, "root">): string {
+  return join(ws.root, ".ratchet-worker", "bundles");
+}
+
+/** @throws RatchetError `invalid_value` naming `concurrency`. */
+export function checkConcurrency(n: number, max: number): number {
+  if (!Number.isInteger(n) || n < 1 || n > max)
+    throw new RatchetError(
+      ErrorCode.Usage,
+      `--concurrency must be a whole number from 1 to ${max} (got ${n})`,
+      {
+        field: "concurrency",
+      },
+    );
+  return n;
+}
