@@ -4,9 +4,10 @@
  * (the store's `tx`), so two writers can never chain onto the same row; the hash is computed from
  * the values given, so identical rows give identical hashes on SQLite and PostgreSQL.
  *
- * Ids: SQLite's `INTEGER PRIMARY KEY` hands out `max(id) + 1`; on PostgreSQL the insert computes
- * the same `MAX(id) + 1` itself (under the workspace write lock every `store.tx` holds), so ids are
- * dense and the same on both stores for the same writes, rollbacks included.
+ * Ids: SQLite's `INTEGER PRIMARY KEY` hands out `max(id) + 1`; on PostgreSQL a BEFORE INSERT
+ * trigger of migration 5 computes the same `MAX(id) + 1` (under the workspace write lock every
+ * `store.tx` holds), so one portable `INSERT … RETURNING id` gives the same dense ids on both
+ * stores for the same writes, rollbacks included.
  */
 import { type SqliteLike, SqliteSqlPort, type SqlPort } from "../store/sql.js";
 import { chainHash } from "./chain.js";
@@ -51,10 +52,7 @@ export function insertRow(target: RowTarget, table: string, row: Row): number {
     sql.run(`INSERT INTO ${table} (${cols}) VALUES (${params})`, values);
     return 0;
   }
-  const text =
-    sql.dialect === "postgres" && !keys.includes("id")
-      ? `INSERT INTO ${table} (id${cols ? `, ${cols}` : ""}) VALUES ((SELECT COALESCE(MAX(id), 0) + 1 FROM ${table})${params ? `, ${params}` : ""}) RETURNING id`
-      : `INSERT INTO ${table} (${cols}) VALUES (${params}) RETURNING id`;
+  const text = `INSERT INTO ${table} (${cols}) VALUES (${params}) RETURNING id`;
   const r = sql.get<{ id: number | bigint }>(text, values);
   return Number(r?.id);
 }

@@ -32,6 +32,7 @@ const LEDGER_TABLES = [
   "workflow_step_runs",
   "workflow_runs",
   "blobs",
+  "prov_node_cache, prov_headline_responses, prov_headlines, prov_influence, prov_read_hits, prov_trigger_log, prov_reference_checks, prov_reference_links, prov_change_reasons, prov_references, prov_utterances, prov_node_events, prov_node_snapshots, prov_analysis_runs",
 ];
 const dirs: string[] = [];
 

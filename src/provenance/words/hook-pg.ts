@@ -16,14 +16,15 @@ export const HOOK_PG_STATEMENT_TIMEOUT_MS = 2000;
 export const HOOK_PG_CONNECT_TIMEOUT_MS = 3000;
 
 /** Opens the hook's store on the PostgreSQL database at `url` (migrations applied, as every open does). */
-export function pgHookStore(url: string): HookStore {
-  const store = PgStore.open(url, {
+export function pgHookStore(url: string, now?: () => string): HookStore {
+  const opened = PgStore.open(url, {
     statementTimeoutMs: HOOK_PG_STATEMENT_TIMEOUT_MS,
     connectTimeoutMs: HOOK_PG_CONNECT_TIMEOUT_MS,
     applicationName: "ratchet-hook",
   });
+  const store = now ? new PgStore(opened.pg, now) : opened;
   return {
-    words: new SqlWordStore(store),
+    words: new SqlWordStore(store, now),
     appendEvent: (e) => {
       store.appendEvent({
         entityKind: "utterance",

@@ -100,12 +100,13 @@ export interface HookStore {
  */
 export function sqliteHookStore(
   db: SqliteLike & { close(): unknown; transaction<T>(fn: () => T): { immediate(): T } },
+  now?: () => string,
 ): HookStore {
   const sql = new SqliteSqlPort(db);
-  const words = new SqlWordStore({
-    sql,
-    tx: (fn) => (db.inTransaction ? fn() : db.transaction(fn).immediate()),
-  });
+  const words = new SqlWordStore(
+    { sql, tx: (fn) => (db.inTransaction ? fn() : db.transaction(fn).immediate()) },
+    now,
+  );
   return {
     words,
     appendEvent: (e) => {

@@ -20,6 +20,8 @@
  * later one), plus `workflow_step_runs.seq` for SQLite's rowid order. Threads and provenance tables
  * are not here yet: those capabilities still need the SQLite store (docs/scale-out.md).
  */
+import { provenanceMigrationSql } from "./provenance-migration.js";
+
 export interface PgMigration {
   id: number;
   name: string;
@@ -211,4 +213,6 @@ CREATE TABLE blobs (
 );
 `),
   },
+  // Provenance (SQLite migrations 10 and 11): provenance-migration.ts.
+  { id: 5, name: "provenance", sql: provenanceMigrationSql(c) },
 ];
