@@ -8,11 +8,12 @@
  * PostgreSQL, then both machines' answers are compared with times, shas and plan ids masked.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
+import { PgStore } from "../../src/store/index.js";
 import { type PgCluster, pgAvailable, startPgCluster } from "../harness/pg.js";
-import { assertBuilt, type CliResult, makeTempDir, ratchet } from "../helpers/cli.js";
+import { assertBuilt, type CliResult, makeTempDir, ratchet, startRatchet } from "../helpers/cli.js";
 
 vi.setConfig({ testTimeout: 240_000, hookTimeout: 120_000 });
 
@@ -176,6 +177,10 @@ async function sequence(m: Machine) {
     ok(await m.run(["why", "shop.pipeline.load_orders", "--json"]), "why --json").stdout,
   );
   out.search = ok(await m.run(["why", "--search", "fiscal WEEK"]), "why --search").stdout;
+  out.pending = ok(await m.run(["why", "--pending"]), "why --pending").stdout;
+  out.neverRead = ok(await m.run(["why", "--never-read"]), "why --never-read").stdout;
+  out.refPending = ok(await m.run(["reference", "pending", "--json"]), "reference pending").stdout;
+  out.refresh = body(ok(await m.run(["graph", "refresh", "--project", "shop", "--json"]), "graph refresh"));
   const masked = JSON.stringify(out)
     .split(plan2)
     .join("<plan2>")
@@ -209,7 +214,78 @@ describe.skipIf(!pgAvailable())("provenance through the CLI with RATCHET_DB=post
     expect(o.whyText as string).toContain("shop.pipeline.load_orders");
     expect(o.whyText as string).toContain("the weekly grain is what finance signs off");
     expect(o.search as string).toMatch(/"fiscal WEEK" · [1-9]/);
+    expect(o.refresh).toMatchObject({ project: "shop", run: { trigger: "manual" } });
     const a = await sequence(lite);
     expect(b.masked).toEqual(a.masked);
+  });
+});
+
+describe.skipIf(!pgAvailable())("the prompt hook on PostgreSQL under attack", () => {
+  test("six prompts at once from six processes: six rows on one unforked chain, each with its event", async () => {
+    const url = await cluster.createDatabase();
+    const m = machine(() => url);
+    ok(await m.run(["project", "add", "shop", "--repo", m.repo]), "project add");
+    const procs = Array.from({ length: 6 }, (_, i) =>
+      startRatchet(["hook", "user-prompt"], {
+        cwd: m.repo,
+        holdStdin: true,
+        input: JSON.stringify({ prompt: `prompt ${i}`, cwd: m.repo, session_id: `s-${i}` }),
+        env: { RATCHET_DB: url, RATCHET_HOOK_ERRORS: join(m.dir, "hook-errors.log") },
+        timeoutMs: 60_000,
+      }),
+    );
+    for (const p of procs) p.release();
+    const results = await Promise.all(procs.map((p) => p.done));
+    expect(results.map((r) => [r.status, r.stdout, r.stderr])).toEqual(results.map(() => [0, "", ""]));
+    expect(existsSync(join(m.dir, "hook-errors.log"))).toBe(false);
+    const store = PgStore.open(url);
+    try {
+      const rows = store.sql.all<{
+        id: number;
+        prev_hash: string;
+        hash: string;
+        text: string;
+        project: string;
+      }>("SELECT id, prev_hash, hash, text, project FROM prov_utterances ORDER BY id");
+      expect(rows.map((r) => r.id)).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(rows.map((r) => r.text).sort()).toEqual(Array.from({ length: 6 }, (_, i) => `prompt ${i}`));
+      expect(rows.every((r) => r.project === "shop")).toBe(true);
+      expect(rows.map((r) => r.prev_hash)).toEqual(["", ...rows.slice(0, -1).map((r) => r.hash)]);
+      expect(new Set(rows.map((r) => r.prev_hash)).size).toBe(6);
+      const events = store.listEvents({ entityKind: "utterance", limit: 100 });
+      expect(events.map((e) => e.entity_id).sort()).toEqual(["1", "2", "3", "4", "5", "6"]);
+    } finally {
+      store.close();
+    }
+  });
+
+  test("an unreachable server or a missing database: exit 0, nothing printed, the error logged with the password masked", async () => {
+    const dir = makeTempDir("ratchet-prov-hook-down-");
+    dirs.push(dir);
+    const log = join(dir, "hook-errors.log");
+    const prompt = JSON.stringify({ prompt: "words that cannot be stored", cwd: dir });
+    // Port 1: nothing listens there.
+    const down = await ratchet(["hook", "user-prompt"], {
+      cwd: dir,
+      input: prompt,
+      env: { RATCHET_DB: "postgres://ratchet:pw-not-for-logs@127.0.0.1:1/none", RATCHET_HOOK_ERRORS: log },
+      timeoutMs: 30_000,
+    });
+    expect([down.status, down.stdout, down.stderr]).toEqual([0, "", ""]);
+    const bad = new URL(cluster.url("postgres"));
+    bad.password = "pw-not-for-logs";
+    bad.pathname = "/no_such_database";
+    const wrong = await ratchet(["hook", "user-prompt"], {
+      cwd: dir,
+      input: prompt,
+      env: { RATCHET_DB: bad.toString(), RATCHET_HOOK_ERRORS: log },
+      timeoutMs: 30_000,
+    });
+    expect([wrong.status, wrong.stdout, wrong.stderr]).toEqual([0, "", ""]);
+    const text = readFileSync(log, "utf8");
+    expect(text.trim().split("\n")).toHaveLength(2);
+    expect(text).toContain("hook user-prompt:");
+    expect(text).not.toContain("pw-not-for-logs");
+    expect(text).toContain("ratchet:***@127.0.0.1:1");
   });
 });
