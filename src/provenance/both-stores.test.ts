@@ -17,11 +17,13 @@ import { applyOp, Ledger } from "../ledger/index.js";
 import { BlobStore, DbBlobStore, PgStore, SqliteStore, type Store } from "../store/index.js";
 import { reviewedPlan } from "../testing/prov-repo.js";
 import { chainHash } from "./chain.js";
+import { useNodeSource } from "./node-source.js";
 import { nodeSourceFor } from "./nodes/index.js";
 import { why } from "./reasons/why.js";
 import { renderWhy } from "./reasons/why-format.js";
 import { SqlWhyStore } from "./reasons/why-store.js";
 import { CHAINED_TABLES } from "./rows.js";
+import type { NodeSource } from "./types.js";
 import { type HookStore, recordPrompt, sqliteHookStore } from "./words/hook.js";
 import { pgHookStore } from "./words/hook-pg.js";
 
@@ -296,6 +298,82 @@ describe("provenance on SQLite and PostgreSQL", () => {
           s.store.sql.run("UPDATE prov_change_reasons SET superseded_by = 1, tier = 'stated'"),
         ),
       ).toThrow(/append-only/);
+    }
+  }, 240_000);
+});
+
+describe("the close on both stores never half-writes", () => {
+  it("a failure after some rows were written rolls back the savepoint only: the plan closes, the log says why", async () => {
+    for (const [kind, withGhost] of [
+      ["sqlite", false],
+      ["sqlite", true],
+      ["postgres", false],
+      ["postgres", true],
+    ] as const) {
+      const s = await side(kind);
+      const p = await reviewedPlan(s.ledger, { project: "shop", repo: s.repo, files: FILES, edits: EDITS });
+      // Words R0 quotes (fiscal_week by name), so the close writes a stated row for it first; then the
+      // keyless ghost node's insert fails its CHECK — after a write, inside the close.
+      const note = await applyOp(s.ledger, "note", {
+        text: "Add fiscal_week to the pipeline for the finance rollup",
+        at: "2026-12-01T09:00:00Z",
+        project: "shop",
+        plan_id: p.planId,
+      });
+      expect(note.ok, note.error?.message).toBe(true);
+      const restore = useNodeSource((store) => {
+        const real = nodeSourceFor(store);
+        if (!withGhost) return real;
+        const ghost = {
+          node_key: null as unknown as string,
+          qualified_name: "ghost",
+          node_type: "function",
+          event_types: ["node_added"],
+          run_id: 2,
+        };
+        const broken: NodeSource = {
+          hasGraph: (x) => real.hasGraph(x),
+          refresh: (x, o) => real.refresh(x, o),
+          changedNodes: (id) => [...real.changedNodes(id), ghost],
+          touchedNodes: (id) => real.touchedNodes(id),
+          history: (k) => real.history(k),
+          resolve: (x, t) => real.resolve(x, t),
+          callees: (x, k) => real.callees(x, k),
+          callers: (x, k) => real.callers(x, k),
+        };
+        return broken;
+      });
+      try {
+        const count = (t: string) => s.store.sql.get<{ n: number }>(`SELECT count(*) AS n FROM ${t}`)?.n;
+        const before = [count("prov_change_reasons"), count("prov_trigger_log")];
+        expect(s.ledger.complete({ step_id: p.reviewStepId }), kind).toMatchObject({
+          plan_status: "COMPLETED",
+        });
+        if (!withGhost) {
+          // The control: without the ghost the same close writes the R0 row the ghost's failure undoes.
+          expect(
+            s.store.sql.get<{ n: number }>(
+              "SELECT count(*) AS n FROM prov_change_reasons WHERE rule_id = 'R0'",
+            )?.n,
+            kind,
+          ).toBe(1);
+          continue;
+        }
+        expect([count("prov_change_reasons"), count("prov_trigger_log")], kind).toEqual(before);
+        expect(s.store.getPlan(p.planId), kind).toMatchObject({
+          status: "COMPLETED",
+          review_state: "reviewed",
+        });
+        const logs = s.store.logsOfPlan(p.planId).map((l) => l.text);
+        expect(logs, kind).toContainEqual(expect.stringContaining("rolled back"));
+        // The transaction went on after the rollback: the close's own event is there.
+        expect(
+          s.store.listEvents({ planId: p.planId, limit: 1000 }).map((e) => e.type),
+          kind,
+        ).toContain("plan.completed");
+      } finally {
+        restore();
+      }
     }
   }, 240_000);
 });
