@@ -17,8 +17,8 @@
  * on the database reads. Migration ids 4 (threads), 5 (provenance) and 6 (queue/leases) are taken.
  *
  * Migration 2 is the runs area (SQLite's migration 2 and the `workflow_runs_started` index of a
- * later one), plus `workflow_step_runs.seq` for SQLite's rowid order. Threads and provenance tables
- * are not here yet: those capabilities still need the SQLite store (docs/scale-out.md).
+ * later one), plus `workflow_step_runs.seq` for SQLite's rowid order. Migration 5 is provenance
+ * (SQLite's 10 and 11; provenance-migration.ts).
  */
 import { provenanceMigrationSql } from "./provenance-migration.js";
 
