@@ -3,7 +3,7 @@
  * PostgreSQL):
  * analysis runs, node snapshots, identity events (migration 10) and the parse cache (migration 11).
  */
-import type { SqlPort } from "../../store/sql.js";
+import type { SqlParam, SqlPort } from "../../store/sql.js";
 import type { SqlHome } from "../db.js";
 import { insertRow } from "../rows.js";
 import type { AnalysisRunRow, NodeEvent, NodeSnapshot } from "../types.js";
@@ -43,6 +43,9 @@ export interface NodeStore {
   cacheGet(keys: readonly string[]): Map<string, FileFacts>;
   cachePut(entries: ReadonlyMap<string, FileFacts>, at: string): void;
 }
+
+/** Rows per multi-row statement (9 columns × 200 stays far below either store's parameter limit). */
+const INSERT_BATCH = 200;
 
 type EventRow = Omit<NodeEvent, "payload"> & { payload: string };
 const toEvent = (r: EventRow): NodeEvent => ({
@@ -88,27 +91,45 @@ export class SqlNodeStore implements NodeStore {
   }
 
   insertSnapshots(rows: readonly NodeSnapshot[]): void {
-    const text =
-      "INSERT INTO prov_node_snapshots (run_id, node_key, node_type, qualified_name, file_path, line_start, line_end, struct_sig, dataflow_sig) VALUES (@run_id, @node_key, @node_type, @qualified_name, @file_path, @line_start, @line_end, @struct_sig, @dataflow_sig)";
-    for (const r of rows)
-      this.#sql.run(text, {
-        run_id: r.run_id,
-        node_key: r.node_key,
-        node_type: r.node_type,
-        qualified_name: r.qualified_name,
-        file_path: r.file_path,
-        line_start: r.line_start,
-        line_end: r.line_end,
-        struct_sig: r.struct_sig,
-        dataflow_sig: r.dataflow_sig,
-      });
+    const cols = [
+      "run_id",
+      "node_key",
+      "node_type",
+      "qualified_name",
+      "file_path",
+      "line_start",
+      "line_end",
+      "struct_sig",
+      "dataflow_sig",
+    ] as const;
+    this.#insertMany(
+      "prov_node_snapshots",
+      cols,
+      rows.map((r) => cols.map((c) => r[c])),
+    );
   }
 
   insertEvents(rows: readonly NodeEvent[]): void {
-    const text =
-      "INSERT INTO prov_node_events (run_id, seq, event_type, node_key, payload) VALUES (?, ?, ?, ?, ?)";
-    for (const r of rows)
-      this.#sql.run(text, [r.run_id, r.seq, r.event_type, r.node_key, JSON.stringify(r.payload)]);
+    this.#insertMany(
+      "prov_node_events",
+      ["run_id", "seq", "event_type", "node_key", "payload"],
+      rows.map((r) => [r.run_id, r.seq, r.event_type, r.node_key, JSON.stringify(r.payload)]),
+    );
+  }
+
+  /**
+   * Multi-row INSERTs of {@link INSERT_BATCH} rows each: one round trip per batch on PostgreSQL
+   * (whose every statement crosses the sync bridge) instead of one per row; same rows on SQLite.
+   */
+  #insertMany(table: string, cols: readonly string[], rows: readonly SqlParam[][]): void {
+    const one = `(${cols.map(() => "?").join(", ")})`;
+    for (let i = 0; i < rows.length; i += INSERT_BATCH) {
+      const batch = rows.slice(i, i + INSERT_BATCH);
+      this.#sql.run(
+        `INSERT INTO ${table} (${cols.join(", ")}) VALUES ${batch.map(() => one).join(", ")}`,
+        batch.flat(),
+      );
+    }
   }
 
   runsOfPlan(planId: string): AnalysisRunRow[] {
@@ -170,20 +191,25 @@ export class SqlNodeStore implements NodeStore {
 
   cacheGet(keys: readonly string[]): Map<string, FileFacts> {
     const out = new Map<string, FileFacts>();
-    for (const k of keys) {
-      const row = this.#sql.get<{ facts: string }>("SELECT facts FROM prov_node_cache WHERE cache_key = ?", [
-        k,
-      ]);
-      if (row) out.set(k, JSON.parse(row.facts) as FileFacts);
+    for (let i = 0; i < keys.length; i += INSERT_BATCH) {
+      const batch = keys.slice(i, i + INSERT_BATCH);
+      const rows = this.#sql.all<{ cache_key: string; facts: string }>(
+        `SELECT cache_key, facts FROM prov_node_cache WHERE cache_key IN (${batch.map(() => "?").join(", ")})`,
+        batch,
+      );
+      for (const r of rows) out.set(r.cache_key, JSON.parse(r.facts) as FileFacts);
     }
     return out;
   }
 
   cachePut(entries: ReadonlyMap<string, FileFacts>, at: string): void {
-    for (const [k, f] of entries)
+    const list = [...entries];
+    for (let i = 0; i < list.length; i += INSERT_BATCH) {
+      const batch = list.slice(i, i + INSERT_BATCH);
       this.#sql.run(
-        "INSERT INTO prov_node_cache (cache_key, facts, created_at) VALUES (?, ?, ?) ON CONFLICT (cache_key) DO NOTHING",
-        [k, JSON.stringify(f), at],
+        `INSERT INTO prov_node_cache (cache_key, facts, created_at) VALUES ${batch.map(() => "(?, ?, ?)").join(", ")} ON CONFLICT (cache_key) DO NOTHING`,
+        batch.flatMap(([k, f]) => [k, JSON.stringify(f), at]),
       );
+    }
   }
 }
