@@ -187,6 +187,7 @@ async function sequence(m: Machine) {
     .split(plan)
     .join("<plan>")
     .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, "<t>")
+    .replace(/\d{4}-\d\d-\d\d \d\d:\d\d/g, "<t>")
     .replace(/\b[0-9a-f]{40}\b/g, "<sha>")
     .replace(/"duration_ms":\d+/g, '"duration_ms":0')
     .replace(/\d+ ms\b/g, "0 ms")
