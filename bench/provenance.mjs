@@ -170,7 +170,7 @@ export async function whyLatency() {
   const { SqliteStore } = await import(join(ROOT, "dist", "store", "index.js"));
   const { insertChained } = await import(join(ROOT, "dist", "provenance", "rows.js"));
   const { seedProject, NODES } = await import(join(ROOT, "dist", "provenance", "reasons", "why-fixture.js"));
-  const { why, nodeSourceFor, SqliteWhyStore } = await import(
+  const { why, nodeSourceFor, SqlWhyStore } = await import(
     join(ROOT, "dist", "provenance", "reasons", "why-api.js")
   );
   const REASONS = 10_000;
@@ -212,7 +212,7 @@ export async function whyLatency() {
       });
     }
   });
-  const ws2 = new SqliteWhyStore(store.db);
+  const ws2 = new SqlWhyStore(store.sql);
   const nodes = nodeSourceFor(store);
   const runs = quick ? 20 : 200;
   const once = (q) => {
@@ -276,9 +276,9 @@ export async function benchHookLatency() {
   const dbPath = join(ws, ".ratchet", "ratchet.db");
   {
     const { default: Database } = await import("better-sqlite3");
-    const { SqliteWordStore } = await import(join(ROOT, "dist", "provenance", "words", "store.js"));
+    const { sqliteHookStore } = await import(join(ROOT, "dist", "provenance", "words", "hook.js"));
     const db = new Database(dbPath);
-    const words = new SqliteWordStore(db);
+    const { words } = sqliteHookStore(db);
     words.write(() => {
       for (let i = 0; i < PREFILL; i++)
         words.recordUtterance({

@@ -50,7 +50,14 @@ await build({
   platform: "node",
   external: ["better-sqlite3", /^node:/],
   logLevel: "warn",
-  output: { dir: next, format: "cjs", sourcemap: false, entryFileNames: "[name].cjs" },
+  // On PostgreSQL the hook imports its pg store lazily: a chunk of its own, never loaded for SQLite.
+  output: {
+    dir: next,
+    format: "cjs",
+    sourcemap: false,
+    entryFileNames: "[name].cjs",
+    chunkFileNames: "hook-[name]-[hash].cjs",
+  },
 });
 try {
   renameSync("dist/bundle", old);

@@ -6,8 +6,8 @@ import type { Command } from "commander";
 import { ErrorCode, RatchetError } from "../core/index.js";
 import { projectHolding } from "../provenance/project-of.js";
 import type { NodeEvent, NodeSnapshot } from "../provenance/types.js";
-import type { SqliteStore } from "../store/index.js";
-import { type GlobalOptions, withContext } from "./context.js";
+import type { Store } from "../store/index.js";
+import { type GlobalOptions, withLedgerContext } from "./context.js";
 import { out } from "./io.js";
 
 type Act = <A extends unknown[]>(fn: (...a: A) => Promise<number>) => (...a: A) => Promise<void>;
@@ -15,7 +15,7 @@ type Act = <A extends unknown[]>(fn: (...a: A) => Promise<number>) => (...a: A) 
 const nodes = () => import("../provenance/nodes/index.js");
 
 /** `--project`, else the registered project whose repo holds the current folder. @throws usage (2) / project_not_found (3). */
-function projectOf(store: SqliteStore, flag: string | undefined): string {
+function projectOf(store: Store, flag: string | undefined): string {
   if (flag !== undefined) {
     if (!store.getProject(flag))
       throw new RatchetError(ErrorCode.ProjectNotFound, `--project ${flag}: no such registered project`, {
@@ -61,7 +61,7 @@ export async function graphRefresh(o: RefreshFlags): Promise<number> {
       "trigger publish is reserved for the baseline run publish takes (a run with it is left out of a plan's changed nodes)",
       { field: "trigger" },
     );
-  return withContext(o, async (ctx) => {
+  return withLedgerContext(o, async (ctx) => {
     const project = projectOf(ctx.store, o.project);
     const { nodeSourceFor } = await nodes();
     const r = await nodeSourceFor(ctx.store).refreshReport(project, {
@@ -96,7 +96,7 @@ export async function graphRefresh(o: RefreshFlags): Promise<number> {
 export async function graphNodes(
   o: GlobalOptions & { project?: string; file?: string; json?: boolean },
 ): Promise<number> {
-  return withContext(o, async (ctx) => {
+  return withLedgerContext(o, async (ctx) => {
     const project = projectOf(ctx.store, o.project);
     const { nodeSourceFor } = await nodes();
     const src = nodeSourceFor(ctx.store);
@@ -138,7 +138,7 @@ export async function graphShow(
   target: string,
   o: GlobalOptions & { project?: string; json?: boolean },
 ): Promise<number> {
-  return withContext(o, async (ctx) => {
+  return withLedgerContext(o, async (ctx) => {
     const project = projectOf(ctx.store, o.project);
     const { nodeSourceFor } = await nodes();
     const src = nodeSourceFor(ctx.store);

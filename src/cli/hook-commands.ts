@@ -1,15 +1,24 @@
 /**
  * `ratchet hook user-prompt`: the prompt hook's entry. It runs on every prompt a user types, so
  * it is bundled on its own (dist/bundle/hook.cjs, loaded by bin/ratchet.js before anything else)
- * and imports only better-sqlite3, the word store and the redactor — no commander, no ledger.
+ * and imports only better-sqlite3, the word store and the redactor — no commander, no ledger. On
+ * PostgreSQL (a `postgres://` URL) it loads the `pg` store lazily (`words/hook-pg.ts`, a chunk of
+ * its own), so the SQLite hook never does.
  * Always exit 0; stdout stays empty except the one source hint; failures go to the error log.
  */
 import { appendFileSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
-import { hookDbPath, hookErrorLog, parsePayload, recordPrompt } from "../provenance/words/hook.js";
+import {
+  type HookStore,
+  hookDbPath,
+  hookErrorLog,
+  parsePayload,
+  recordPrompt,
+  sqliteHookStore,
+} from "../provenance/words/hook.js";
 import { skipReason } from "../provenance/words/prompt-rules.js";
-import { SqliteWordStore } from "../provenance/words/store.js";
+import { isPostgresUrl, redactUrl } from "../store/postgres/url.js";
 
 /** The database's busy timeout in the hook (spec §3.1: 2 s). */
 export const HOOK_BUSY_TIMEOUT_MS = 2000;
@@ -77,6 +86,11 @@ function logLine(path: string, message: string): void {
   }
 }
 
+/** A message without the database URL's password. */
+function redactMessage(message: string, dbPath: string | undefined): string {
+  return dbPath && isPostgresUrl(dbPath) ? message.split(dbPath).join(redactUrl(dbPath)) : message;
+}
+
 /** `hook user-prompt [--db PATH]`: always resolves 0. */
 export async function hookUserPrompt(args: readonly string[], io: HookIo): Promise<number> {
   let dbPath: string | undefined;
@@ -93,23 +107,27 @@ export async function hookUserPrompt(args: readonly string[], io: HookIo): Promi
     }
     // A prompt that is skipped never loads the SQLite driver.
     if (skipReason(payload.prompt ?? "", io.env)) return 0;
-    // require, not import(): the bundle is CommonJS and import() would start Node's ESM loader.
-    const Database = createRequire(import.meta.url)("better-sqlite3") as typeof import("better-sqlite3");
     const path = dbPath;
-    const outcome = recordPrompt({
-      payload,
-      env: io.env,
-      open: () => {
+    let open: () => HookStore;
+    if (isPostgresUrl(path)) {
+      const { pgHookStore } = await import("../provenance/words/hook-pg.js");
+      open = () => pgHookStore(path);
+    } else {
+      // require, not import(): the bundle is CommonJS and import() would start Node's ESM loader.
+      const Database = createRequire(import.meta.url)("better-sqlite3") as typeof import("better-sqlite3");
+      open = () => {
         const db = new Database(path, { fileMustExist: true, timeout: HOOK_BUSY_TIMEOUT_MS });
         // As the store's own connections: WAL commits without an fsync each (durable at checkpoint).
         db.pragma("synchronous = NORMAL");
-        return new SqliteWordStore(db);
-      },
-    });
-    if (outcome.status === "error") logLine(hookErrorLog(io.env, dbPath), `${dbPath}: ${outcome.message}`);
+        return sqliteHookStore(db);
+      };
+    }
+    const outcome = recordPrompt({ payload, env: io.env, open });
+    const where = isPostgresUrl(path) ? redactUrl(path) : path;
+    if (outcome.status === "error") logLine(hookErrorLog(io.env, dbPath), `${where}: ${outcome.message}`);
     else if (outcome.status === "recorded" && outcome.hint) io.stdout(`${outcome.hint}\n`);
   } catch (e) {
-    logLine(hookErrorLog(io.env, dbPath), (e as Error)?.message ?? String(e));
+    logLine(hookErrorLog(io.env, dbPath), redactMessage((e as Error)?.message ?? String(e), dbPath));
   }
   return 0;
 }

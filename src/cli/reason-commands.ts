@@ -6,7 +6,7 @@
  */
 import type { Command } from "commander";
 import { applyOp } from "../ledger/index.js";
-import { type GlobalOptions, withContext } from "./context.js";
+import { type GlobalOptions, withLedgerContext } from "./context.js";
 import { INPUT_FILE } from "./flow-args.js";
 import { out } from "./io.js";
 import { reportError, runWriteFlow } from "./write-flows.js";
@@ -54,7 +54,7 @@ export function renderSlots(r: SlotsView): string {
 async function slots(planId: string, o: SlotsOpts, g: GlobalOptions): Promise<number> {
   // The flow's own input shape (`reason-slots.sh input.json`, `-` for stdin): JSON result + marker.
   if (INPUT_FILE.test(planId)) return runWriteFlow("reason-slots", planId, g);
-  return withContext(g, async (ctx) => {
+  return withLedgerContext(g, async (ctx) => {
     const raw = {
       plan_id: planId,
       ...(o.project ? { project: o.project } : {}),

@@ -8,7 +8,7 @@
 import type { Command } from "commander";
 import { ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
 import { projectHolding } from "../provenance/project-of.js";
-import { withContext } from "./context.js";
+import { withLedgerContext } from "./context.js";
 import { INPUT_FILE } from "./flow-args.js";
 import { err, out } from "./io.js";
 import { reportError, runFlowCommand, runWriteFlow } from "./write-flows.js";
@@ -46,7 +46,7 @@ export async function whyCommand(
         { field: "budget" },
       );
     const { why, renderWhy, whyStoreOf, nodeSourceFor } = await import("../provenance/reasons/why-api.js");
-    return await withContext(o, (ctx) => {
+    return await withLedgerContext(o, (ctx) => {
       let project = o.project;
       if (project === undefined) {
         project = projectHolding(ctx.store.listProjects(), process.cwd());
@@ -110,7 +110,7 @@ export async function whyCommand(
 export async function headlineShow(planId: string, o: { db?: string; json?: boolean }): Promise<number> {
   try {
     const { latestHeadline, renderHeadline, whyStoreOf } = await import("../provenance/reasons/why-api.js");
-    return await withContext(o, (ctx) => {
+    return await withLedgerContext(o, (ctx) => {
       if (!ctx.store.getPlan(planId))
         throw new RatchetError(ErrorCode.PlanNotFound, `plan ${planId} not found`, { planId });
       const doc = latestHeadline(whyStoreOf(ctx.store).why, planId);

@@ -9,8 +9,8 @@ import type { Command } from "commander";
 import { ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
 import { parseRefFlag } from "../provenance/words/inputs.js";
 import { planHookInstall, writeSettingsAtomic } from "../provenance/words/install.js";
-import { SqliteWordStore } from "../provenance/words/store.js";
-import { type GlobalOptions, withContext } from "./context.js";
+import { SqlWordStore } from "../provenance/words/store.js";
+import { type GlobalOptions, withLedgerContext } from "./context.js";
 import { INPUT_FILE } from "./flow-args.js";
 // Statically: a dynamic import would split the modules it shares with the write path into extra
 // chunks that every ledger write then loads (scripts/bundle.mjs). The hook's own fast path is
@@ -84,9 +84,9 @@ async function referencePending(
       `--older-than-days: expected a whole number of days ≥ 0 (got ${JSON.stringify(opts.olderThanDays)})`,
       { field: "older_than_days" },
     );
-  return withContext(opts, (ctx) => {
+  return withLedgerContext(opts, (ctx) => {
     const cutoff = new Date(Date.now() - days * 86_400_000).toISOString();
-    const rows = new SqliteWordStore(ctx.store.db).pendingReferences(cutoff);
+    const rows = new SqlWordStore(ctx.store).pendingReferences(cutoff);
     const items = rows.map((r) => ({
       reference_id: r.id,
       project: r.project,

@@ -276,14 +276,15 @@ describe("ratchet serve on PostgreSQL", () => {
     }
   });
 
-  test("what still needs SQLite refuses on PostgreSQL, naming the store; nothing written", async () => {
+  test("threads and provenance routes serve the shared database too; a bad request is refused naming its field, nothing written", async () => {
     const before = lastEventId(url);
     const why = await get("/api/why?project=x");
-    expect(why.status).toBe(400);
-    expect(why.body.error).toMatchObject({ code: "invalid_value", field: "store" });
-    expect(why.body.error.message).toMatch(/SQLite store/);
+    expect(why.status).toBe(404);
+    expect(why.body.error).toMatchObject({ field: "project" });
+    const noProject = await get("/api/why");
+    expect(noProject.status).toBe(400);
+    expect(noProject.body.error).toMatchObject({ field: "project" });
     expect(lastEventId(url)).toBe(before);
-    // threads moved behind the store interfaces: their routes serve the shared database
     const threads = await get("/api/threads");
     expect(threads.status).toBe(200);
   });

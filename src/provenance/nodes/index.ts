@@ -4,9 +4,8 @@
  * the `NodeSource` contract (`../types.ts`) through {@link nodeSourceFor}.
  */
 import type { Store } from "../../store/index.js";
-import { sqliteOf } from "../db.js";
-import { type NodeSourceOptions, SqliteNodeSource } from "./source.js";
-import { SqliteNodeStore } from "./store.js";
+import { type NodeSourceOptions, StoreNodeSource } from "./source.js";
+import { SqlNodeStore } from "./store.js";
 
 export { type AnalysedNode, analyse, factsOf } from "./analyze.js";
 export { languageOf, moduleName } from "./facts.js";
@@ -17,11 +16,11 @@ export {
   FILE_LINE,
   type NodeSourceOptions,
   type RefreshReport,
-  SqliteNodeSource,
+  StoreNodeSource,
 } from "./source.js";
-export { type NewRun, type NodeStore, SqliteNodeStore } from "./store.js";
+export { type NewRun, type NodeStore, SqlNodeStore } from "./store.js";
 
-/** The node source over `store`'s database. @throws RatchetError when the store is not SQLite. */
-export function nodeSourceFor(store: Store, opts: NodeSourceOptions = {}): SqliteNodeSource {
-  return new SqliteNodeSource(new SqliteNodeStore(sqliteOf(store)), store, opts);
+/** The node source over `store`'s database (SQLite or PostgreSQL). */
+export function nodeSourceFor(store: Store, opts: NodeSourceOptions = {}): StoreNodeSource {
+  return new StoreNodeSource(new SqlNodeStore(store), store, opts);
 }

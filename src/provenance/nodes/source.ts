@@ -1,5 +1,5 @@
 /**
- * `SqliteNodeSource`: the node source of registered projects (spec §2.1–2.2). A refresh analyses
+ * `StoreNodeSource`: the node source of registered projects (spec §2.1–2.2). A refresh analyses
  * the project's repository (outside any transaction: parsing takes time), then matches the result
  * against the project's newest run and writes the run, its snapshots, its identity events and the
  * new parse-cache entries in one `store.tx` — the previous run is read inside that transaction, so
@@ -50,8 +50,8 @@ export interface NodeSourceOptions {
   now?: () => string;
 }
 
-/** The node source on the SQLite store. Construct through `nodeSourceFor(store)`. */
-export class SqliteNodeSource implements NodeSource {
+/** The node source on either store. Construct through `nodeSourceFor(store)`. */
+export class StoreNodeSource implements NodeSource {
   readonly #nodes: NodeStore;
   readonly #store: Store;
   readonly #now: () => string;

@@ -14,9 +14,9 @@ import { hasReviewProject } from "../../ledger/core.js";
 import { LedgerEvent } from "../../ledger/events.js";
 import { childStepId } from "../../ledger/ids.js";
 import { StepStatus } from "../../ledger/states.js";
-import { type PlanRow, SqliteStore, type StepRow } from "../../store/index.js";
+import { findWorkspace, type PlanRow, SqliteStore, type StepRow, type Store } from "../../store/index.js";
 import type { NodeSource } from "../types.js";
-import { candidateUtterances, SqliteWordStore } from "../words/index.js";
+import { candidateUtterances, SqlWordStore } from "../words/index.js";
 import { CloseMode, loadCloseMode } from "./close-mode.js";
 import { nodeSourceFor } from "./node-source.js";
 import {
@@ -32,7 +32,7 @@ import {
   r5,
   r6,
 } from "./rules.js";
-import { SqliteReasonStore, Tier } from "./store.js";
+import { SqlReasonStore, Tier } from "./store.js";
 
 /** What the close wrote (also logged on the review step). */
 export interface CloseSummary {
@@ -48,14 +48,9 @@ export interface CloseSummary {
 export function closeReasons(l: LedgerCore, plan: PlanRow, review: StepRow): void {
   if (!hasReviewProject(plan) || plan.project === null) return;
   const log = (text: string) => l.addLog(review, "review", text);
-  if (!(l.store instanceof SqliteStore)) {
-    log("[REASONS] state graph unavailable: this store has no provenance tables; no reasons written");
-    return;
-  }
-  const sqlite = l.store;
   let nodes: NodeSource;
   try {
-    nodes = nodeSourceFor(sqlite);
+    nodes = nodeSourceFor(l.store);
     if (!nodes.hasGraph(plan.project)) {
       log(
         `[REASONS] state graph unavailable for project ${plan.project} (never analysed); no reasons written`,
@@ -68,11 +63,10 @@ export function closeReasons(l: LedgerCore, plan: PlanRow, review: StepRow): voi
   }
   const setting = loadCloseMode({
     repo: l.store.getProject(plan.project)?.repo_path ?? null,
-    // The workspace folder holds the database file (`.ratchet/ratchet.db`); an in-memory store has none.
-    workspaceDir: isAbsolute(sqlite.db.name) ? dirname(sqlite.db.name) : null,
+    workspaceDir: workspaceDirOf(l.store),
   });
   if (setting.error) log(`[REASONS] close_mode: ${setting.error}; using ask`);
-  const reasons = new SqliteReasonStore(sqlite);
+  const reasons = new SqlReasonStore(l.store);
   try {
     const s = reasons.savepoint(() => {
       const summary = writeClose(l, plan, review, nodes, reasons, setting.mode);
@@ -94,13 +88,23 @@ export function closeReasons(l: LedgerCore, plan: PlanRow, review: StepRow): voi
   }
 }
 
+/**
+ * The workspace folder whose `config.json` may set `close_mode`: the SQLite file's folder
+ * (`.ratchet/ratchet.db`; an in-memory store has none), or on PostgreSQL the `.ratchet/` found
+ * walking up from the current folder (the one that names the database in `store.url`).
+ */
+function workspaceDirOf(store: Store): string | null {
+  if (store instanceof SqliteStore) return isAbsolute(store.db.name) ? dirname(store.db.name) : null;
+  return findWorkspace(process.cwd())?.dir ?? null;
+}
+
 /** The rules and the backstop, inside the caller's savepoint. */
 export function writeClose(
   l: LedgerCore,
   plan: PlanRow,
   review: StepRow,
   nodes: NodeSource,
-  reasons: SqliteReasonStore,
+  reasons: SqlReasonStore,
   mode: CloseMode,
 ): CloseSummary {
   const project = plan.project as string;
@@ -153,7 +157,7 @@ export function writeClose(
     at,
   });
 
-  const utterances = candidateUtterances(new SqliteWordStore(reasons.db), planId);
+  const utterances = candidateUtterances(new SqlWordStore(reasons.home), planId);
   const runs = runLogs(l, planId);
   const previous = previousReview(l, reasons, plan);
   for (const n of touched) {
@@ -242,15 +246,14 @@ function runLogs(l: LedgerCore, planId: string): RunLog[] {
 /** The review logs of the project's previous reviewed, completed plan (R2). */
 function previousReview(
   l: LedgerCore,
-  reasons: SqliteReasonStore,
+  reasons: SqlReasonStore,
   plan: PlanRow,
 ): { plan_id: string; lines: string[] } | undefined {
-  const prev = reasons.db
-    .prepare(
-      `SELECT plan_id FROM plans WHERE project = ? AND plan_id <> ? AND status = 'COMPLETED'
+  const prev = reasons.sql.get<{ plan_id: string }>(
+    `SELECT plan_id FROM plans WHERE project = ? AND plan_id <> ? AND status = 'COMPLETED'
          AND review_state = 'reviewed' ORDER BY finished_at DESC, plan_id DESC LIMIT 1`,
-    )
-    .get(plan.project, plan.plan_id) as { plan_id: string } | undefined;
+    [plan.project, plan.plan_id],
+  );
   if (!prev) return undefined;
   const lines = l.store
     .logsOfPlan(prev.plan_id)

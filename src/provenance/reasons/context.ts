@@ -5,21 +5,20 @@
  */
 import { ErrorCode, RatchetError } from "../../core/index.js";
 import type { LedgerCore } from "../../ledger/core.js";
-import type { PlanRow, SqliteStore } from "../../store/index.js";
-import { sqliteOf } from "../db.js";
+import type { PlanRow, Store } from "../../store/index.js";
 import type { NodeSource } from "../types.js";
-import { SqliteWordStore, type WordStore } from "../words/index.js";
+import { SqlWordStore, type WordStore } from "../words/index.js";
 import { nodeSourceFor } from "./node-source.js";
-import { SqliteReasonStore } from "./store.js";
+import { SqlReasonStore } from "./store.js";
 
 export interface ReasonContext {
   plan: PlanRow;
   project: string;
   nodes: NodeSource;
-  reasons: SqliteReasonStore;
+  reasons: SqlReasonStore;
   /** The user's words and the references (the words area's store). */
   words: WordStore;
-  sqlite: SqliteStore;
+  store: Store;
 }
 
 /** The message every `no_state_graph` refusal carries. */
@@ -55,15 +54,15 @@ export function reasonContext(l: LedgerCore, planId: string, project: string | u
         field: "project",
       },
     );
-  const sqlite = sqliteOf(l.store);
-  const nodes = nodeSourceFor(sqlite);
+  const store = l.store;
+  const nodes = nodeSourceFor(store);
   if (!nodes.hasGraph(name)) throw noStateGraph(planId, name, "never analysed");
   return {
     plan,
     project: name,
     nodes,
-    reasons: new SqliteReasonStore(sqlite),
-    words: new SqliteWordStore(sqlite.db),
-    sqlite,
+    reasons: new SqlReasonStore(store),
+    words: new SqlWordStore(store),
+    store,
   };
 }

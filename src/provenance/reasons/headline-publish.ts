@@ -2,14 +2,13 @@
  * The one call publish makes (src/ledger/flows/publish-plan.ts): inside publish's transaction,
  * after the plan row exists, compute and store the headline when the plan has a project and
  * `declared_targets`. Returns the document (printed under the result's `headline` key) or
- * undefined. A store without the provenance tables (not SQLite) gets no headline.
+ * undefined. Same on SQLite and PostgreSQL (the statements go through `store.sql`).
  */
 import type { LedgerCore } from "../../ledger/core.js";
 import { LedgerEvent } from "../../ledger/events.js";
-import { SqliteStore } from "../../store/index.js";
 import { type HeadlineDoc, publishHeadline } from "./headline.js";
 import { nodeSourceFor } from "./node-source.js";
-import { SqliteWhyStore } from "./why-store.js";
+import { SqlWhyStore } from "./why-store.js";
 
 export function headlineAtPublish(
   l: LedgerCore,
@@ -17,15 +16,12 @@ export function headlineAtPublish(
 ): HeadlineDoc | undefined {
   if (plan.project === null || plan.project === "none" || plan.extensions.declared_targets === undefined)
     return undefined;
-  if (!(l.store instanceof SqliteStore)) return undefined;
   const store = l.store;
   const session =
-    (
-      store.db.prepare("SELECT session_id FROM plans WHERE plan_id = ?").get(plan.plan_id) as
-        | { session_id: string | null }
-        | undefined
-    )?.session_id ?? null;
-  const doc = publishHeadline(new SqliteWhyStore(store.db), nodeSourceFor(store), {
+    store.sql.get<{ session_id: string | null }>("SELECT session_id FROM plans WHERE plan_id = ?", [
+      plan.plan_id,
+    ])?.session_id ?? null;
+  const doc = publishHeadline(new SqlWhyStore(store.sql), nodeSourceFor(store), {
     plan_id: plan.plan_id,
     project: plan.project,
     repo: store.getProject(plan.project)?.repo_path ?? null,

@@ -23,9 +23,9 @@ import { LedgerEvent } from "../../ledger/events.js";
 import { defineFlow } from "../../ledger/flow.js";
 import { id } from "../../ledger/inputs.js";
 import type { Store } from "../../store/index.js";
-import { sqliteOf } from "../db.js";
+import type { SqlPort } from "../../store/sql.js";
 import { type HeadlineDoc, recordResponse, withResponses } from "./headline.js";
-import { SqliteWhyStore, type WhyStore } from "./why-store.js";
+import { SqlWhyStore, type WhyStore } from "./why-store.js";
 
 export const HeadlineRespondInput = obj({
   plan_id: id("the plan whose latest headline is answered"),
@@ -42,10 +42,9 @@ export const HeadlineRespondInput = obj({
 });
 export type HeadlineRespondInput = Infer<typeof HeadlineRespondInput>;
 
-/** The store's provenance reader (SQLite only). */
-export function whyStoreOf(store: Store): { why: WhyStore; db: ReturnType<typeof sqliteOf>["db"] } {
-  const s = sqliteOf(store);
-  return { why: new SqliteWhyStore(s.db), db: s.db };
+/** The store's provenance reader (either store). */
+export function whyStoreOf(store: Store): { why: WhyStore; sql: SqlPort } {
+  return { why: new SqlWhyStore(store.sql), sql: store.sql };
 }
 
 /** The latest headline of a plan, with its answers merged (undefined when it has none). */
@@ -60,7 +59,7 @@ const invalid = (field: string, message: string) =>
   new RatchetError(ErrorCode.InvalidValue, `field \`${field}\`: ${message}; nothing written`, { field });
 
 export function headlineRespond(l: LedgerCore, input: HeadlineRespondInput) {
-  const { why, db } = whyStoreOf(l.store);
+  const { why, sql } = whyStoreOf(l.store);
   return l.store.tx(() => {
     const plan = l.requirePlan(input.plan_id);
     const doc = latestHeadline(why, plan.plan_id);
@@ -86,11 +85,8 @@ export function headlineRespond(l: LedgerCore, input: HeadlineRespondInput) {
     if (missing.length) throw invalid("cites", `reason #${missing.join(", #")} does not exist`);
     const by = input.by ?? "agent";
     const session =
-      (
-        db.prepare("SELECT session_id FROM plans WHERE plan_id = ?").get(plan.plan_id) as
-          | { session_id: string | null }
-          | undefined
-      )?.session_id ?? null;
+      sql.get<{ session_id: string | null }>("SELECT session_id FROM plans WHERE plan_id = ?", [plan.plan_id])
+        ?.session_id ?? null;
     let written: { response_id: number; influence: number };
     try {
       written = recordResponse(why, {

@@ -10,7 +10,7 @@ import { UNAVAILABLE_KINDS } from "./headline.js";
 import { why } from "./why.js";
 import { insertReason } from "./why-fixture.js";
 import { renderWhy } from "./why-format.js";
-import { SqliteWhyStore } from "./why-store.js";
+import { SqlWhyStore } from "./why-store.js";
 
 const open: SqliteStore[] = [];
 afterEach(() => {
@@ -111,7 +111,7 @@ describe.each([
   it("why's header counts the callers; the structure card names callers and callees and cuts over budget", async () => {
     const w = workspace();
     await reviewedPlan(w.ledger, { project: "app", repo: w.repo, files, edits: {} });
-    const ws = new SqliteWhyStore(w.store.db);
+    const ws = new SqlWhyStore(w.store.sql);
     const nodes = nodeSourceFor(w.store);
     const r = w.store.tx(() =>
       why(ws, nodes, { project: "app", target: `${mod}.compute` }, "2026-12-01T10:00:00Z"),

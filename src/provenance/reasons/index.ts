@@ -19,6 +19,6 @@ export { parseFill } from "./fill-input.js";
 export { nodeSourceFor, useNodeSource } from "./node-source.js";
 export { REASON_SLOTS_FLOW, type ReasonSlotsInput, type ReasonSlotsResult, reasonSlots } from "./slots.js";
 export type { NewInfluence, NewReason, NewTrigger, ReasonRow, ReasonStore } from "./store.js";
-export { SqliteReasonStore, Tier } from "./store.js";
+export { SqlReasonStore, Tier } from "./store.js";
 
 onPlanClosing(closeReasons);

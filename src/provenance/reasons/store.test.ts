@@ -1,7 +1,7 @@
 // The candidate-utterance rule of drafts and R0 (spec §4.2), over real rows: the reasons area reads
 // them through the words area's one reader (`candidateUtterances`).
 import { afterEach, describe, expect, it } from "vitest";
-import { candidateUtterances, SqliteWordStore } from "../words/index.js";
+import { candidateUtterances, SqlWordStore } from "../words/index.js";
 import { PLAN, type ShopFixture, shopFixture } from "./test-kit.js";
 
 let fx: ShopFixture;
@@ -29,7 +29,7 @@ describe("candidateUtterances (the draft and R0 material)", () => {
         .run(inside, inside),
     );
     expect(Number(other.lastInsertRowid)).toBeGreaterThan(0);
-    const got = candidateUtterances(new SqliteWordStore(fx.db), PLAN).map((u) => u.id);
+    const got = candidateUtterances(new SqlWordStore(fx.store), PLAN).map((u) => u.id);
     expect(got).toEqual([ids.attributed, ids.window, ids.sameSession, ids.planSession]);
   });
 });

@@ -1,11 +1,13 @@
 /**
- * The reasons area's tables behind one interface (`ReasonStore`), with its SQLite implementation:
+ * The reasons area's tables behind one interface (`ReasonStore`), implemented once over the store's
+ * SQL door (SQLite and PostgreSQL):
  * change reasons (hash-chained), the trigger log, influence rows, reference links anchored on a
  * reason, and the small reads reason-slots / reason-fill / the close need of reasons. The user's
  * words and the references are read through the words area (`WordStore`, `candidateUtterances`).
  * Every write runs inside the caller's `store.tx()`.
  */
-import type { SqliteDb, SqliteStore } from "../../store/index.js";
+import type { SqlPort } from "../../store/sql.js";
+import { inSavepoint, type SqlHome } from "../db.js";
 import { insertChained, insertRow } from "../rows.js";
 
 export const Tier = {
@@ -104,42 +106,44 @@ export interface ReasonStore {
   savepoint<T>(fn: () => T): T;
 }
 
-/** {@link ReasonStore} on the ledger's SQLite file (same transaction as the ledger's rows). */
-export class SqliteReasonStore implements ReasonStore {
-  readonly db: SqliteDb;
+/** {@link ReasonStore} over the store's SQL door (same transaction as the ledger's rows). */
+export class SqlReasonStore implements ReasonStore {
+  readonly home: SqlHome;
+  readonly sql: SqlPort;
 
-  constructor(store: SqliteStore) {
-    this.db = store.db;
+  constructor(home: SqlHome) {
+    this.home = home;
+    this.sql = home.sql;
   }
 
   reasonsOfPlan(planId: string): ReasonRow[] {
-    return this.db
-      .prepare("SELECT * FROM prov_change_reasons WHERE plan_id = ? ORDER BY id")
-      .all(planId) as ReasonRow[];
+    return this.sql.all<ReasonRow>("SELECT * FROM prov_change_reasons WHERE plan_id = ? ORDER BY id", [
+      planId,
+    ]);
   }
 
   reason(id: number): ReasonRow | undefined {
-    return this.db.prepare("SELECT * FROM prov_change_reasons WHERE id = ?").get(id) as ReasonRow | undefined;
+    return this.sql.get<ReasonRow>("SELECT * FROM prov_change_reasons WHERE id = ?", [id]);
   }
 
   activeConstraints(project: string, nodeKey: string): ReasonRow[] {
-    return this.db
-      .prepare(
-        `SELECT * FROM prov_change_reasons WHERE project = ? AND node_key = ? AND role = 'constraint'
+    return this.sql.all<ReasonRow>(
+      `SELECT * FROM prov_change_reasons WHERE project = ? AND node_key = ? AND role = 'constraint'
            AND state = 'active' AND superseded_by IS NULL ORDER BY id`,
-      )
-      .all(project, nodeKey) as ReasonRow[];
+      [project, nodeKey],
+    );
   }
 
   rejectedPathTexts(planId: string): Set<string> {
-    const rows = this.db
-      .prepare("SELECT interpretation FROM prov_change_reasons WHERE plan_id = ? AND role = 'rejected_path'")
-      .all(planId) as { interpretation: string | null }[];
+    const rows = this.sql.all<{ interpretation: string | null }>(
+      "SELECT interpretation FROM prov_change_reasons WHERE plan_id = ? AND role = 'rejected_path'",
+      [planId],
+    );
     return new Set(rows.map((r) => r.interpretation ?? ""));
   }
 
   insertReason(r: NewReason): number {
-    return insertChained(this.db, "prov_change_reasons", {
+    return insertChained(this.sql, "prov_change_reasons", {
       project: r.project,
       node_key: r.node_key,
       run_id: r.run_id,
@@ -164,15 +168,15 @@ export class SqliteReasonStore implements ReasonStore {
   }
 
   insertTrigger(t: NewTrigger): number {
-    return insertRow(this.db, "prov_trigger_log", { ...t });
+    return insertRow(this.sql, "prov_trigger_log", { ...t });
   }
 
   insertInfluence(i: NewInfluence): number {
-    return insertRow(this.db, "prov_influence", { ...i });
+    return insertRow(this.sql, "prov_influence", { ...i });
   }
 
   linkReference(reasonId: number, referenceId: number): number {
-    return insertRow(this.db, "prov_reference_links", {
+    return insertRow(this.sql, "prov_reference_links", {
       reason_id: reasonId,
       reference_id: referenceId,
       stance: "supports",
@@ -180,11 +184,10 @@ export class SqliteReasonStore implements ReasonStore {
   }
 
   supersede(id: number, by: number): void {
-    this.db.prepare("UPDATE prov_change_reasons SET superseded_by = ? WHERE id = ?").run(by, id);
+    this.sql.run("UPDATE prov_change_reasons SET superseded_by = ? WHERE id = ?", [by, id]);
   }
 
   savepoint<T>(fn: () => T): T {
-    // better-sqlite3 runs a transaction function called inside an open transaction as a SAVEPOINT.
-    return this.db.transaction(fn)();
+    return inSavepoint(this.sql, "prov_reasons", fn);
   }
 }

@@ -1,11 +1,11 @@
 /**
- * What headlines and `why` read and write, behind one interface (`WhyStore`) with its SQLite
- * implementation. Change reasons are written by the reasons area; this reader queries
+ * What headlines and `why` read and write, behind one interface (`WhyStore`), implemented once
+ * over the store's SQL door (SQLite and PostgreSQL; the few dialect branches are marked). Change reasons are written by the reasons area; this reader queries
  * `prov_change_reasons` and the words tables directly (their columns are fixed by migration 10).
  * Writes: `read_hit`, `influence` (via `headline_response`), `headline`, `headline_response`,
  * and the constraint rows the extensions file declares.
  */
-import type { SqliteDb } from "../../store/index.js";
+import { type SqlArgs, type SqliteLike, SqliteSqlPort, type SqlPort } from "../../store/sql.js";
 import { insertChained, insertRow } from "../rows.js";
 import type { ReasonRow as StoredReasonRow } from "./store.js";
 
@@ -129,8 +129,34 @@ export interface WhyStore {
 
 const inList = (ids: readonly number[]) => ids.map(() => "?").join(",") || "NULL";
 
-export class SqliteWhyStore implements WhyStore {
-  constructor(private readonly db: SqliteDb) {}
+export class SqlWhyStore implements WhyStore {
+  readonly #pg: boolean;
+
+  constructor(private readonly sql: SqlPort) {
+    this.#pg = sql.dialect === "postgres";
+  }
+
+  /** better-sqlite3's call shape over the door: positional arguments, or one named object. */
+  private q(text: string) {
+    const sql = this.sql;
+    const args = (a: unknown[]): SqlArgs =>
+      (a.length === 1 && a[0] !== null && typeof a[0] === "object" ? a[0] : a) as SqlArgs;
+    return {
+      get: (...a: unknown[]): unknown => sql.get(text, args(a)),
+      all: (...a: unknown[]): unknown[] => sql.all(text, args(a)),
+      run: (...a: unknown[]) => sql.run(text, args(a)),
+    };
+  }
+
+  /** `project` as a filter the planner should not pick an index for: SQLite's unary `+`, plain on PostgreSQL. */
+  private get plus(): string {
+    return this.#pg ? "" : "+";
+  }
+
+  /** SQLite's LIKE ignores ASCII case; PostgreSQL's same match is ILIKE. */
+  private get like(): string {
+    return this.#pg ? "ILIKE" : "LIKE";
+  }
 
   onNode(
     project: string,
@@ -140,61 +166,53 @@ export class SqliteWhyStore implements WhyStore {
   ): ReasonRow[] {
     const active = opts.activeOnly ? "AND state = 'active'" : "";
     const notUnstated = role === "reason" ? "AND tier <> 'unstated'" : "";
-    return this.db
-      .prepare(
-        `SELECT * FROM prov_change_reasons WHERE node_key = ? AND +project = ? AND +role = ? AND superseded_by IS NULL
+    return this.q(
+      `SELECT * FROM prov_change_reasons WHERE node_key = ? AND ${this.plus}project = ? AND ${this.plus}role = ? AND superseded_by IS NULL
          ${active} ${notUnstated} ORDER BY id DESC LIMIT ?`,
-      )
-      .all(nodeKey, project, role, opts.limit ?? -1) as ReasonRow[];
+    ).all(nodeKey, project, role, opts.limit ?? (this.#pg ? null : -1)) as ReasonRow[];
   }
 
   counts(project: string, nodeKey: string): NodeCounts {
-    return this.db
-      .prepare(
-        `SELECT
-           coalesce(sum(role = 'constraint'), 0) AS constraints,
-           coalesce(sum(role = 'constraint' AND state = 'active'), 0) AS active_constraints,
-           coalesce(sum(role = 'rejected_path'), 0) AS rejected,
-           coalesce(sum(role = 'reason' AND tier <> 'unstated'), 0) AS reasons,
-           coalesce(sum(role = 'reason' AND tier = 'unstated'), 0) AS pending
-         FROM prov_change_reasons WHERE node_key = ? AND +project = ? AND superseded_by IS NULL`,
-      )
-      .get(nodeKey, project) as NodeCounts;
+    return this.q(
+      `SELECT
+           coalesce(sum(CASE WHEN role = 'constraint' THEN 1 ELSE 0 END), 0) AS constraints,
+           coalesce(sum(CASE WHEN role = 'constraint' AND state = 'active' THEN 1 ELSE 0 END), 0) AS active_constraints,
+           coalesce(sum(CASE WHEN role = 'rejected_path' THEN 1 ELSE 0 END), 0) AS rejected,
+           coalesce(sum(CASE WHEN role = 'reason' AND tier <> 'unstated' THEN 1 ELSE 0 END), 0) AS reasons,
+           coalesce(sum(CASE WHEN role = 'reason' AND tier = 'unstated' THEN 1 ELSE 0 END), 0) AS pending
+         FROM prov_change_reasons WHERE node_key = ? AND ${this.plus}project = ? AND superseded_by IS NULL`,
+    ).get(nodeKey, project) as NodeCounts;
   }
 
   reasons(ids: readonly number[]): ReasonRow[] {
     if (!ids.length) return [];
-    return this.db
-      .prepare(`SELECT * FROM prov_change_reasons WHERE id IN (${inList(ids)})`)
-      .all(...ids) as ReasonRow[];
+    return this.q(`SELECT * FROM prov_change_reasons WHERE id IN (${inList(ids)})`).all(
+      ...ids,
+    ) as ReasonRow[];
   }
 
   utterance(id: number): UtteranceRow | undefined {
-    return this.db
-      .prepare("SELECT id, text, origin, occurred_at FROM prov_utterances WHERE id = ?")
-      .get(id) as UtteranceRow | undefined;
+    return this.q("SELECT id, text, origin, occurred_at FROM prov_utterances WHERE id = ?").get(id) as
+      | UtteranceRow
+      | undefined;
   }
 
   sources(reasonIds: readonly number[]): SourceRow[] {
     if (!reasonIds.length) return [];
-    return this.db
-      .prepare(
-        `SELECT l.reason_id, r.id AS reference_id, r.kind, r.label, r.uri, r.verifiability, l.stance, r.last_checked
+    return this.q(
+      `SELECT l.reason_id, r.id AS reference_id, r.kind, r.label, r.uri, r.verifiability, l.stance, r.last_checked
          FROM prov_reference_links l JOIN prov_references r ON r.id = l.reference_id
          WHERE l.reason_id IN (${inList(reasonIds)}) ORDER BY l.reason_id, r.id`,
-      )
-      .all(...reasonIds) as SourceRow[];
+    ).all(...reasonIds) as SourceRow[];
   }
 
   shown(reasonIds: readonly number[]): Map<number, Shown> {
     const m = new Map<number, Shown>();
     for (const id of reasonIds) m.set(id, { plan: 0, edit: 0, close: 0, why: 0 });
     if (!reasonIds.length) return m;
-    const rows = this.db
-      .prepare(
-        `SELECT reason_id, moment, count(*) AS n FROM prov_read_hits WHERE reason_id IN (${inList(reasonIds)}) GROUP BY reason_id, moment`,
-      )
-      .all(...reasonIds) as { reason_id: number; moment: Moment; n: number }[];
+    const rows = this.q(
+      `SELECT reason_id, moment, count(*) AS n FROM prov_read_hits WHERE reason_id IN (${inList(reasonIds)}) GROUP BY reason_id, moment`,
+    ).all(...reasonIds) as { reason_id: number; moment: Moment; n: number }[];
     for (const r of rows) {
       const s = m.get(r.reason_id);
       if (s) s[r.moment] = r.n;
@@ -205,12 +223,10 @@ export class SqliteWhyStore implements WhyStore {
   adoptedBy(reasonIds: readonly number[]): Map<number, string[]> {
     const m = new Map<number, string[]>();
     if (!reasonIds.length) return m;
-    const rows = this.db
-      .prepare(
-        `SELECT reason_id, plan_id FROM prov_influence WHERE reason_id IN (${inList(reasonIds)}) AND plan_id IS NOT NULL
+    const rows = this.q(
+      `SELECT reason_id, plan_id FROM prov_influence WHERE reason_id IN (${inList(reasonIds)}) AND plan_id IS NOT NULL
          GROUP BY reason_id, plan_id ORDER BY min(id)`,
-      )
-      .all(...reasonIds) as { reason_id: number; plan_id: string }[];
+    ).all(...reasonIds) as { reason_id: number; plan_id: string }[];
     for (const r of rows) m.set(r.reason_id, [...(m.get(r.reason_id) ?? []), r.plan_id]);
     return m;
   }
@@ -218,25 +234,25 @@ export class SqliteWhyStore implements WhyStore {
   corrects(reasonIds: readonly number[]): Map<number, number[]> {
     const m = new Map<number, number[]>();
     if (!reasonIds.length) return m;
-    const rows = this.db
-      .prepare(
-        `SELECT id, superseded_by FROM prov_change_reasons WHERE superseded_by IN (${inList(reasonIds)}) ORDER BY id`,
-      )
-      .all(...reasonIds) as { id: number; superseded_by: number }[];
+    const rows = this.q(
+      `SELECT id, superseded_by FROM prov_change_reasons WHERE superseded_by IN (${inList(reasonIds)}) ORDER BY id`,
+    ).all(...reasonIds) as { id: number; superseded_by: number }[];
     for (const r of rows) m.set(r.superseded_by, [...(m.get(r.superseded_by) ?? []), r.id]);
     return m;
   }
 
   hasReadHit(reasonId: number, planId: string, moment: Moment): boolean {
     return (
-      this.db
-        .prepare("SELECT 1 FROM prov_read_hits WHERE reason_id = ? AND plan_id = ? AND moment = ? LIMIT 1")
-        .get(reasonId, planId, moment) !== undefined
+      this.q("SELECT 1 FROM prov_read_hits WHERE reason_id = ? AND plan_id = ? AND moment = ? LIMIT 1").get(
+        reasonId,
+        planId,
+        moment,
+      ) !== undefined
     );
   }
 
   insertReadHit(row: Parameters<WhyStore["insertReadHit"]>[0]): number {
-    return insertRow(this.db, "prov_read_hits", {
+    return insertRow(this.sql, "prov_read_hits", {
       reason_id: row.reason_id,
       project: row.project,
       plan_id: row.plan_id,
@@ -249,21 +265,17 @@ export class SqliteWhyStore implements WhyStore {
 
   pending(project: string, nodeKey?: string): ReasonRow[] {
     const node = nodeKey !== undefined ? "AND node_key = @nodeKey" : "";
-    return this.db
-      .prepare(
-        `SELECT * FROM prov_change_reasons WHERE project = @project AND role = 'reason' AND tier = 'unstated'
+    return this.q(
+      `SELECT * FROM prov_change_reasons WHERE project = @project AND role = 'reason' AND tier = 'unstated'
          AND superseded_by IS NULL ${node} ORDER BY id`,
-      )
-      .all({ project, nodeKey }) as ReasonRow[];
+    ).all({ project, nodeKey }) as ReasonRow[];
   }
 
   neverRead(project: string): ReasonRow[] {
-    return this.db
-      .prepare(
-        `SELECT c.* FROM prov_change_reasons c WHERE c.project = ? AND c.role = 'constraint' AND c.state = 'active'
+    return this.q(
+      `SELECT c.* FROM prov_change_reasons c WHERE c.project = ? AND c.role = 'constraint' AND c.state = 'active'
          AND c.superseded_by IS NULL AND NOT EXISTS (SELECT 1 FROM prov_read_hits h WHERE h.reason_id = c.id) ORDER BY c.id`,
-      )
-      .all(project) as ReasonRow[];
+    ).all(project) as ReasonRow[];
   }
 
   search(project: string, words: string, limit: number): ReasonRow[] {
@@ -273,27 +285,23 @@ export class SqliteWhyStore implements WhyStore {
     const cond = terms
       .map(
         (_, i) =>
-          `(coalesce(c.statement,'') || ' ' || coalesce(c.interpretation,'') || ' ' || coalesce(u.text,'')) LIKE @t${i} ESCAPE '\\'`,
+          `(coalesce(c.statement,'') || ' ' || coalesce(c.interpretation,'') || ' ' || coalesce(u.text,'')) ${this.like} @t${i} ESCAPE '\\'`,
       )
       .join(" AND ");
     const params: Record<string, string | number> = { project, limit };
     terms.forEach((t, i) => {
       params[`t${i}`] = `%${t.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     });
-    return this.db
-      .prepare(
-        `SELECT c.* FROM prov_change_reasons c LEFT JOIN prov_utterances u ON u.id = c.verbatim_utterance_id
+    return this.q(
+      `SELECT c.* FROM prov_change_reasons c LEFT JOIN prov_utterances u ON u.id = c.verbatim_utterance_id
          WHERE c.project = @project AND c.superseded_by IS NULL AND ${cond} ORDER BY c.id DESC LIMIT @limit`,
-      )
-      .all(params) as ReasonRow[];
+    ).all(params) as ReasonRow[];
   }
 
   priorClaims(project: string, names: readonly string[], exceptPlan?: string) {
-    const rows = this.db
-      .prepare(
-        "SELECT plan_id, extensions FROM plans WHERE project = ? AND plan_id IS NOT ? AND extensions LIKE '%\"expectations\"%' ORDER BY created_at DESC",
-      )
-      .all(project, exceptPlan ?? null) as { plan_id: string; extensions: string }[];
+    const rows = this.q(
+      `SELECT plan_id, extensions FROM plans WHERE project = ? AND plan_id IS DISTINCT FROM CAST(? AS TEXT) AND extensions ${this.like} '%"expectations"%' ORDER BY created_at DESC`,
+    ).all(project, exceptPlan ?? null) as { plan_id: string; extensions: string }[];
     const out: { plan_id: string; claim: string; target: string }[] = [];
     for (const r of rows) {
       let ex: unknown;
@@ -318,7 +326,7 @@ export class SqliteWhyStore implements WhyStore {
   }
 
   insertConstraint(row: { project: string; node_key: string; statement: string; at: string }): number {
-    return insertChained(this.db, "prov_change_reasons", {
+    return insertChained(this.sql, "prov_change_reasons", {
       project: row.project,
       node_key: row.node_key,
       plan_id: "extensions",
@@ -334,54 +342,60 @@ export class SqliteWhyStore implements WhyStore {
   }
 
   findConstraint(project: string, nodeKey: string, statement: string): ReasonRow | undefined {
-    return this.db
-      .prepare(
-        "SELECT * FROM prov_change_reasons WHERE project = ? AND node_key = ? AND role = 'constraint' AND statement = ? ORDER BY id DESC LIMIT 1",
-      )
-      .get(project, nodeKey, statement) as ReasonRow | undefined;
+    return this.q(
+      "SELECT * FROM prov_change_reasons WHERE project = ? AND node_key = ? AND role = 'constraint' AND statement = ? ORDER BY id DESC LIMIT 1",
+    ).get(project, nodeKey, statement) as ReasonRow | undefined;
   }
 
   insertHeadline(row: Parameters<WhyStore["insertHeadline"]>[0]): number {
-    return insertRow(this.db, "prov_headlines", row);
+    return insertRow(this.sql, "prov_headlines", row);
   }
 
   setPlanHeadline(planId: string, json: string): void {
-    this.db.prepare("UPDATE plans SET headline_json = ? WHERE plan_id = ?").run(json, planId);
+    this.q("UPDATE plans SET headline_json = ? WHERE plan_id = ?").run(json, planId);
   }
 
   latestHeadline(planId: string): HeadlineRow | undefined {
-    return this.db
-      .prepare(
-        "SELECT id, project, plan_id, findings_json, at FROM prov_headlines WHERE plan_id = ? ORDER BY id DESC LIMIT 1",
-      )
-      .get(planId) as HeadlineRow | undefined;
+    return this.q(
+      "SELECT id, project, plan_id, findings_json, at FROM prov_headlines WHERE plan_id = ? ORDER BY id DESC LIMIT 1",
+    ).get(planId) as HeadlineRow | undefined;
   }
 
   responses(headlineId: number): ResponseRow[] {
-    return this.db
-      .prepare("SELECT * FROM prov_headline_responses WHERE headline_id = ? ORDER BY id")
-      .all(headlineId) as ResponseRow[];
+    return this.q("SELECT * FROM prov_headline_responses WHERE headline_id = ? ORDER BY id").all(
+      headlineId,
+    ) as ResponseRow[];
   }
 
   insertResponse(row: Omit<ResponseRow, "id">): number {
-    return insertRow(this.db, "prov_headline_responses", { ...row });
+    return insertRow(this.sql, "prov_headline_responses", { ...row });
   }
 
   insertInfluence(row: Parameters<WhyStore["insertInfluence"]>[0]): number {
-    return insertRow(this.db, "prov_influence", { ...row, via: "headline_response" });
+    return insertRow(this.sql, "prov_influence", { ...row, via: "headline_response" });
   }
 
   planReasons(planId: string): ReasonRow[] {
-    return this.db
-      .prepare("SELECT * FROM prov_change_reasons WHERE plan_id = ? AND superseded_by IS NULL ORDER BY id")
-      .all(planId) as ReasonRow[];
+    return this.q(
+      "SELECT * FROM prov_change_reasons WHERE plan_id = ? AND superseded_by IS NULL ORDER BY id",
+    ).all(planId) as ReasonRow[];
   }
 
   adoptedCount(planId: string): number {
     return (
-      this.db
-        .prepare("SELECT count(*) AS n FROM prov_influence WHERE plan_id = ? AND via = 'headline_response'")
-        .get(planId) as { n: number }
+      this.q("SELECT count(*) AS n FROM prov_influence WHERE plan_id = ? AND via = 'headline_response'").get(
+        planId,
+      ) as { n: number }
     ).n;
+  }
+}
+
+/**
+ * @deprecated The SQLite-handle form kept for callers not yet moved to the door
+ * (src/server/routes/why.ts); use `new SqlWhyStore(store.sql)`.
+ */
+export class SqliteWhyStore extends SqlWhyStore {
+  constructor(db: SqliteLike) {
+    super(new SqliteSqlPort(db));
   }
 }

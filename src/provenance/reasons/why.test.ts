@@ -4,7 +4,7 @@ import { boundedRead, evidenceLevel, markSpan, trimToBudget } from "./read.js";
 import { why } from "./why.js";
 import { type Fixture, fixture, NODES } from "./why-fixture.js";
 import { renderWhy } from "./why-format.js";
-import { SqliteWhyStore } from "./why-store.js";
+import { SqlWhyStore } from "./why-store.js";
 
 const fixtures: Fixture[] = [];
 afterEach(() => {
@@ -15,7 +15,7 @@ const LOAD = NODES[0] as (typeof NODES)[number];
 function setup() {
   const f = fixture();
   fixtures.push(f);
-  return { f, store: new SqliteWhyStore(f.store.db), nodes: analyserSource(f.store) };
+  return { f, store: new SqlWhyStore(f.store.sql), nodes: analyserSource(f.store) };
 }
 
 const ask = (s: ReturnType<typeof setup>, q: Parameters<typeof why>[2]) =>

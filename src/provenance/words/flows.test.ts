@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { applyOp, type Op } from "../../ledger/index.js";
 import { publishSession } from "./session.js";
-import { SqliteWordStore } from "./store.js";
+import { SqlWordStore } from "./store.js";
 import { analysed, type Kit, makeKit, publishIn } from "./test-kit.js";
 
 const kits: Kit[] = [];
@@ -74,7 +74,7 @@ describe("note", () => {
       origin: "agent_cli",
       reason_id: null,
     });
-    const w = new SqliteWordStore(k.store.db);
+    const w = new SqlWordStore(k.store);
     const u = w.getUtterance(r.result?.utterance_id as number);
     expect(u).toMatchObject({ text: "Finance reconciles weekly", origin: "agent_cli", project: "shop" });
     expect(w.referencesOfUtterance(u?.id as number).map((x) => x.verifiability)).toEqual([
@@ -119,7 +119,7 @@ describe("note", () => {
       verbatim_start: 0,
       verbatim_end: text.length,
     });
-    const w = new SqliteWordStore(k.store.db);
+    const w = new SqlWordStore(k.store);
     expect(w.referencesOfReason(reason.id as number).map((x) => x.label)).toEqual(["CFO"]);
     // Without --plan the reason's plan is the literal `note`; a verbal ref gives evidence `verbal`.
     const r2 = await op(k, "note", {
@@ -290,7 +290,7 @@ describe("reference mark", () => {
     k.clock.advance(1000);
     const back = await op(k, "reference-mark", { reference_id: ref, verdict: "ok" });
     expect(back.result).toMatchObject({ verdict: "ok", checks: 2, note: null });
-    const row = new SqliteWordStore(k.store.db).getReference(ref);
+    const row = new SqlWordStore(k.store).getReference(ref);
     expect(row).toMatchObject({
       verifiability: "linked",
       uri: "https://d/1",
@@ -325,7 +325,7 @@ describe("reference mark", () => {
 describe("plans.session_id at publish", () => {
   it("is the session of the project's newest hook prompt within 30 minutes, else the environment's, else null", () => {
     const k = kit();
-    const w = new SqliteWordStore(k.store.db, () => k.ledger.now());
+    const w = new SqlWordStore(k.store, () => k.ledger.now());
     const hookRow = (session: string) =>
       w.write(() =>
         w.recordUtterance({

@@ -12,9 +12,11 @@ import { Redactor } from "../../core/redact.js";
 // Behind the store's door on purpose: the door loads the SQLite store and its migrations, which
 // the hook (run on every prompt) does not need.
 import { LedgerEvent } from "../../ledger/events.js";
+import { isPostgresUrl } from "../../store/postgres/url.js";
+import { type SqliteLike, SqliteSqlPort } from "../../store/sql.js";
 import { envDb, findWorkspace } from "../../store/workspace.js";
 import { skipReason, sourceHint, sourceKind } from "./prompt-rules.js";
-import type { SqliteWordStore } from "./store.js";
+import { SqlWordStore } from "./store.js";
 
 /** What the hook did. `hint` is the only text it may print. */
 export type HookOutcome =
@@ -49,17 +51,20 @@ export function parsePayload(text: string): PromptPayload {
   return o as PromptPayload;
 }
 
-/** The database the hook writes: `--db`, RATCHET_DB/ORCH_DB, else `.ratchet/` found walking up. */
+/**
+ * The database the hook writes: `--db`, RATCHET_DB/ORCH_DB, else `.ratchet/` found walking up — a
+ * SQLite file that exists, or a PostgreSQL URL (`store.url` of the workspace's config.json).
+ */
 export function hookDbPath(opts: {
   db?: string;
   env: Record<string, string | undefined>;
   dirs: readonly string[];
 }): string | undefined {
   const given = opts.db ?? envDb(opts.env as NodeJS.ProcessEnv);
-  if (given) return existsSync(given) ? given : undefined;
+  if (given) return isPostgresUrl(given) || existsSync(given) ? given : undefined;
   for (const d of opts.dirs) {
     const ws = findWorkspace(d);
-    if (ws && existsSync(ws.dbPath)) return ws.dbPath;
+    if (ws && (ws.storeUrl !== undefined || existsSync(ws.dbPath))) return ws.dbPath;
   }
   return undefined;
 }
@@ -71,15 +76,56 @@ export function hookDbPath(opts: {
 export function hookErrorLog(env: Record<string, string | undefined>, dbPath?: string): string {
   const named = env.RATCHET_HOOK_ERRORS || env.PROVLEDGER_HOOK_ERRORS;
   if (named) return named;
-  if (dbPath) return join(dbPath, "..", "hook-errors.log");
+  // A PostgreSQL URL has no folder beside it: the home log.
+  if (dbPath && !isPostgresUrl(dbPath)) return join(dbPath, "..", "hook-errors.log");
   return join(homedir(), ".ratchet", "hook-errors.log");
+}
+
+/** What the hook writes through: the word store, the one event, and closing the connection. */
+export interface HookStore {
+  words: SqlWordStore;
+  /** Appends the `utterance_recorded` event inside the open write transaction. */
+  appendEvent(e: {
+    at: string;
+    utteranceId: number;
+    planId: string | null;
+    payload: Record<string, unknown>;
+  }): void;
+  close(): void;
+}
+
+/**
+ * The hook's store over its own SQLite connection: no migrations, no ledger, one `BEGIN IMMEDIATE`
+ * (the connection's busy timeout bounds the wait for the write lock).
+ */
+export function sqliteHookStore(
+  db: SqliteLike & { close(): unknown; transaction<T>(fn: () => T): { immediate(): T } },
+  now?: () => string,
+): HookStore {
+  const sql = new SqliteSqlPort(db);
+  const words = new SqlWordStore(
+    { sql, tx: (fn) => (db.inTransaction ? fn() : db.transaction(fn).immediate()) },
+    now,
+  );
+  return {
+    words,
+    appendEvent: (e) => {
+      sql.run(
+        "INSERT INTO events (at, entity_kind, entity_id, plan_id, type, payload) VALUES (?, 'utterance', ?, ?, ?, ?)",
+        [e.at, String(e.utteranceId), e.planId, LedgerEvent.UtteranceRecorded, JSON.stringify(e.payload)],
+      );
+    },
+    close: () => {
+      db.close();
+    },
+  };
 }
 
 export interface HookDeps {
   payload: PromptPayload;
   env: Record<string, string | undefined>;
-  /** Opens the word store on the database (the entry passes a 2 s busy timeout). */
-  open: () => SqliteWordStore;
+  /** Opens the hook's store on the database (the entry passes a 2 s busy timeout on SQLite). */
+  open: () => HookStore;
   now?: () => Date;
 }
 
@@ -88,10 +134,11 @@ export function recordPrompt(deps: HookDeps): HookOutcome {
   const prompt = deps.payload.prompt ?? "";
   const skip = skipReason(prompt, deps.env);
   if (skip) return { status: "skipped", reason: skip };
-  let words: SqliteWordStore | undefined;
+  let hs: HookStore | undefined;
   try {
-    words = deps.open();
-    const store = words;
+    hs = deps.open();
+    const { words: store } = hs;
+    const events = hs;
     const text = new Redactor().addFromEnv(deps.env).redact(prompt);
     const occurredAt = (deps.now ?? (() => new Date()))().toISOString();
     const cwd = deps.payload.cwd;
@@ -106,17 +153,12 @@ export function recordPrompt(deps: HookDeps): HookOutcome {
         occurred_at: occurredAt,
         origin: "hook",
       });
-      store.db
-        .prepare(
-          "INSERT INTO events (at, entity_kind, entity_id, plan_id, type, payload) VALUES (?, 'utterance', ?, ?, ?, ?)",
-        )
-        .run(
-          occurredAt,
-          String(id),
-          planId,
-          LedgerEvent.UtteranceRecorded,
-          JSON.stringify({ origin: "hook", project, chars: text.length }),
-        );
+      events.appendEvent({
+        at: occurredAt,
+        utteranceId: id,
+        planId,
+        payload: { origin: "hook", project, chars: text.length },
+      });
       return { id, project, planId };
     });
     const kind = sourceKind(text);
@@ -131,7 +173,7 @@ export function recordPrompt(deps: HookDeps): HookOutcome {
     return { status: "error", message: (e as Error).message ?? String(e) };
   } finally {
     try {
-      words?.db.close();
+      hs?.close();
     } catch {
       // closing a broken handle: nothing more to do
     }

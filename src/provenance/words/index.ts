@@ -11,7 +11,7 @@ export { parseWhen } from "./inputs.js";
 export { HEADLESS_VARS, HOST_PREFIXES, type SkipReason, skipReason, sourceKind } from "./prompt-rules.js";
 export { publishSession, recordPlanSession, SESSION_ENV, SESSION_WINDOW_MS } from "./session.js";
 export type { LinkedReference, WordStore } from "./store.js";
-export { SqliteWordStore } from "./store.js";
+export { SqlWordStore } from "./store.js";
 export type {
   NewLink,
   NewReference,

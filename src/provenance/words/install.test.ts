@@ -88,3 +88,18 @@ describe("hook install", () => {
     ).toThrow(/no such folder/);
   });
 });
+
+describe("hook install on a PostgreSQL workspace", () => {
+  it("never writes the database URL (it may hold a password) into the settings file", () => {
+    const url = "postgres://ratchet:s3cret-pw@db.example:5432/ratchet";
+    const viaFlag = planHookInstall({ cwd: project(), db: url, node: NODE, bin: BIN });
+    expect(viaFlag.command).toBe(`${NODE} ${BIN} hook user-prompt`);
+    expect(viaFlag.after).not.toContain("s3cret-pw");
+    expect(viaFlag.notice).toContain("PostgreSQL");
+    const dir = project();
+    writeFileSync(join(dir, ".ratchet", "config.json"), JSON.stringify({ store: { url } }));
+    const viaConfig = planHookInstall({ cwd: dir, projectDir: dir, node: NODE, bin: BIN });
+    expect(viaConfig.command).toBe(`${NODE} ${BIN} hook user-prompt`);
+    expect(viaConfig.after).not.toContain("s3cret-pw");
+  });
+});

@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSyn
 import { dirname, join, resolve } from "node:path";
 import { ErrorCode, RatchetError } from "../../core/index.js";
 import { gitRoot } from "../../ledger/core.js";
+import { isPostgresUrl } from "../../store/postgres/url.js";
 import { envDb, findWorkspace } from "../../store/workspace.js";
 
 /** How a Ratchet prompt hook is recognised in a settings file (to update it, never to duplicate it). */
@@ -143,7 +144,11 @@ export function planHookInstall(opts: {
       },
     );
   const named = opts.db ?? envDb();
-  const db = named ? resolve(opts.cwd, named) : (findWorkspace(dir) ?? findWorkspace(opts.cwd))?.dbPath;
+  const found = named ? undefined : (findWorkspace(dir) ?? findWorkspace(opts.cwd));
+  // A PostgreSQL URL may hold a password: never written into the settings file. The hook finds the
+  // database itself (RATCHET_DB in the agent's environment, or the workspace's store.url).
+  const postgres = isPostgresUrl(named) || found?.storeUrl !== undefined;
+  const db = postgres ? undefined : named ? resolve(opts.cwd, named) : found?.dbPath;
   const command = hookCommand(opts.node, opts.bin, db);
   const settingsPath = join(dir, ".claude", "settings.json");
   const before = existsSync(settingsPath) ? readFileSync(settingsPath, "utf8") : "";
@@ -179,12 +184,17 @@ export function planHookInstall(opts: {
     before,
     after,
     diff: changed ? lineDiff(settingsPath, before, after) : "",
-    ...(db
-      ? {}
-      : {
+    ...(postgres
+      ? {
           notice:
-            "no Ratchet workspace found: the hook will look for one from the prompt's folder (run `ratchet init` there, or install with --db)",
-        }),
+            "the store is PostgreSQL: the hook command names no database (a URL may hold a password); the hook finds it through RATCHET_DB in the agent's environment or store.url in the workspace's .ratchet/config.json",
+        }
+      : db
+        ? {}
+        : {
+            notice:
+              "no Ratchet workspace found: the hook will look for one from the prompt's folder (run `ratchet init` there, or install with --db)",
+          }),
   };
 }
 

@@ -5,8 +5,7 @@
  */
 import { iso } from "../../core/index.js";
 import type { LedgerCore } from "../../ledger/core.js";
-import { SqliteStore } from "../../store/index.js";
-import { SqliteWordStore } from "./store.js";
+import { SqlWordStore } from "./store.js";
 
 /** How recent the hook's prompt must be to name the publishing session. */
 export const SESSION_WINDOW_MS = 30 * 60 * 1000;
@@ -23,7 +22,7 @@ export const SESSION_ENV = [
 
 /** The publishing session (see the file's note), or null. */
 export function publishSession(
-  words: SqliteWordStore,
+  words: SqlWordStore,
   project: string | null,
   nowMs: number,
   env: Record<string, string | undefined> = process.env,
@@ -41,10 +40,9 @@ export function publishSession(
 
 /** Sets the new plan's `session_id` inside publish's transaction; returns it (null: none known). */
 export function recordPlanSession(l: LedgerCore, planId: string, project: string | null): string | null {
-  if (!(l.store instanceof SqliteStore)) return null;
-  const words = new SqliteWordStore(l.store.db);
+  const words = new SqlWordStore(l.store);
   const session = publishSession(words, project && project !== "none" ? project : null, l.clock.now());
   if (session !== null)
-    l.store.db.prepare("UPDATE plans SET session_id = ? WHERE plan_id = ?").run(session, planId);
+    l.store.sql.run("UPDATE plans SET session_id = ? WHERE plan_id = ?", [session, planId]);
   return session;
 }

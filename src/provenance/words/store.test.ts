@@ -4,8 +4,8 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { chainHash } from "../chain.js";
 import { candidateUtterances } from "./candidates.js";
-import { recordPrompt } from "./hook.js";
-import { SqliteWordStore } from "./store.js";
+import { recordPrompt, sqliteHookStore } from "./hook.js";
+import { SqlWordStore } from "./store.js";
 import { type Kit, makeKit, publishIn } from "./test-kit.js";
 
 const kits: Kit[] = [];
@@ -18,7 +18,7 @@ afterEach(() => {
   for (const k of kits.splice(0)) k.close();
 });
 
-const words = (k: Kit) => new SqliteWordStore(k.store.db, () => k.ledger.now());
+const words = (k: Kit) => new SqlWordStore(k.store, () => k.ledger.now());
 
 /** One hook prompt through the real hook function on its own connection (as the hook process does). */
 function hook(
@@ -34,7 +34,7 @@ function hook(
       prompt,
     },
     env: extra.env ?? {},
-    open: () => new SqliteWordStore(new Database(k.dbPath, { fileMustExist: true, timeout: 2000 })),
+    open: () => sqliteHookStore(new Database(k.dbPath, { fileMustExist: true, timeout: 2000 })),
   });
 }
 
@@ -159,7 +159,7 @@ describe("the prompt hook's writes", () => {
     const locked = recordPrompt({
       payload: { prompt: "words", cwd: k.repo },
       env: {},
-      open: () => new SqliteWordStore(new Database(k.dbPath, { fileMustExist: true, timeout: 50 })),
+      open: () => sqliteHookStore(new Database(k.dbPath, { fileMustExist: true, timeout: 50 })),
     });
     expect(locked.status).toBe("error");
     locker.exec("ROLLBACK");
@@ -169,7 +169,7 @@ describe("the prompt hook's writes", () => {
     const corrupt = recordPrompt({
       payload: { prompt: "words", cwd: k.repo },
       env: {},
-      open: () => new SqliteWordStore(new Database(bad, { fileMustExist: true, timeout: 50 })),
+      open: () => sqliteHookStore(new Database(bad, { fileMustExist: true, timeout: 50 })),
     });
     expect(corrupt.status).toBe("error");
     expect(k.count("prov_utterances")).toBe(0);

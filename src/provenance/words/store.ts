@@ -1,11 +1,12 @@
 /**
  * `WordStore`: the words area's tables behind one interface (utterances, references, their links
- * and checks), with the SQLite implementation over the ledger's database file. Writes run inside
- * the caller's write transaction (the ledger's `store.tx`, or {@link SqliteWordStore.write} for
+ * and checks), implemented once over a store's SQL door (SQLite or PostgreSQL). Writes run inside
+ * the caller's write transaction (the ledger's `store.tx`, or {@link SqlWordStore.write} for
  * the prompt hook) so the hash chain never forks. Kept free of the ledger and of the CLI: the
- * prompt hook loads this file, `rows.ts` and the chain, and nothing else of Ratchet.
+ * prompt hook loads this file, `rows.ts`, the chain and the SQL door, and nothing else of Ratchet.
  */
-import type { SqliteDb } from "../../store/index.js";
+import type { SqlArgs, SqlParam, SqlPort } from "../../store/sql.js";
+import type { SqlHome } from "../db.js";
 import { projectHolding } from "../project-of.js";
 import { insertChained, insertRow } from "../rows.js";
 import {
@@ -63,41 +64,39 @@ export interface WordStore {
   newestOpenPlan(project: string): string | undefined;
 }
 
-/** A prepared statement, parameters positional or named. */
-interface Stmt {
-  run(...params: unknown[]): unknown;
-  get(...params: unknown[]): unknown;
-  all(...params: unknown[]): unknown[];
-}
-
-/** The SQLite implementation of {@link WordStore}. */
-export class SqliteWordStore implements WordStore {
-  readonly db: SqliteDb;
+/** The implementation of {@link WordStore} over a store's SQL door. */
+export class SqlWordStore implements WordStore {
+  readonly home: SqlHome;
+  readonly #sql: SqlPort;
   readonly #now: () => string;
-  readonly #stmts = new Map<string, Stmt>();
 
-  constructor(db: SqliteDb, now: () => string = () => new Date().toISOString()) {
-    this.db = db;
+  constructor(home: SqlHome, now: () => string = () => new Date().toISOString()) {
+    this.home = home;
+    this.#sql = home.sql;
     this.#now = now;
   }
 
-  #s(sql: string): Stmt {
-    let s = this.#stmts.get(sql);
-    if (!s) {
-      s = this.db.prepare(sql) as unknown as Stmt;
-      this.#stmts.set(sql, s);
-    }
-    return s;
+  /** One statement with better-sqlite3's call shape: positional arguments, or one named object. */
+  #s(text: string) {
+    const sql = this.#sql;
+    const args = (a: SqlParam[] | [Record<string, SqlParam>]): SqlArgs =>
+      a.length === 1 && a[0] !== null && typeof a[0] === "object" && !(a[0] instanceof Uint8Array)
+        ? (a[0] as Record<string, SqlParam>)
+        : (a as SqlParam[]);
+    return {
+      get: (...a: SqlParam[] | [Record<string, SqlParam>]): unknown => sql.get(text, args(a)),
+      all: (...a: SqlParam[] | [Record<string, SqlParam>]): unknown[] => sql.all(text, args(a)),
+    };
   }
 
-  /** Runs `fn` in a write transaction (`BEGIN IMMEDIATE`), or inside the caller's open one. */
+  /** Runs `fn` in a write transaction (`store.tx`), or inside the caller's open one. */
   write<T>(fn: () => T): T {
-    if (this.db.inTransaction) return fn();
-    return this.db.transaction(fn).immediate();
+    if (this.#sql.inTransaction) return fn();
+    return this.home.tx(fn);
   }
 
   recordUtterance(u: NewUtterance): number {
-    return insertChained(this.db, "prov_utterances", {
+    return insertChained(this.#sql, "prov_utterances", {
       session_id: u.session_id ?? null,
       project: u.project ?? null,
       plan_id: u.plan_id ?? null,
@@ -111,7 +110,7 @@ export class SqliteWordStore implements WordStore {
 
   addReference(r: NewReference): number {
     const uri = r.uri ?? null;
-    return insertChained(this.db, "prov_references", {
+    return insertChained(this.#sql, "prov_references", {
       project: r.project ?? null,
       kind: r.kind,
       uri,
@@ -124,7 +123,7 @@ export class SqliteWordStore implements WordStore {
   }
 
   link(l: NewLink): number {
-    return insertRow(this.db, "prov_reference_links", {
+    return insertRow(this.#sql, "prov_reference_links", {
       reason_id: l.reason_id ?? null,
       reference_id: l.reference_id,
       utterance_id: l.utterance_id ?? null,
@@ -134,14 +133,16 @@ export class SqliteWordStore implements WordStore {
 
   addCheck(referenceId: number, verdict: Verdict, note: string | null): ReferenceCheckRow {
     const checkedAt = this.#now();
-    const id = insertChained(this.db, "prov_reference_checks", {
+    const id = insertChained(this.#sql, "prov_reference_checks", {
       reference_id: referenceId,
       checked_at: checkedAt,
       verdict,
       note,
     });
-    this.#s("UPDATE prov_references SET last_checked = ? WHERE id = ?").run(checkedAt, referenceId);
-    return this.#s("SELECT * FROM prov_reference_checks WHERE id = ?").get(id) as ReferenceCheckRow;
+    this.#sql.run("UPDATE prov_references SET last_checked = ? WHERE id = ?", [checkedAt, referenceId]);
+    return this.#sql.get<ReferenceCheckRow>("SELECT * FROM prov_reference_checks WHERE id = ?", [
+      id,
+    ]) as ReferenceCheckRow;
   }
 
   getUtterance(id: number): UtteranceRow | undefined {
@@ -164,7 +165,7 @@ export class SqliteWordStore implements WordStore {
 
   utterancesOfProject(project: string, from: string, to: string | null): UtteranceRow[] {
     return this.#s(
-      "SELECT * FROM prov_utterances WHERE project = @project AND occurred_at >= @from AND (@to IS NULL OR occurred_at <= @to) ORDER BY id",
+      "SELECT * FROM prov_utterances WHERE project = @project AND occurred_at >= @from AND (CAST(@to AS TEXT) IS NULL OR occurred_at <= @to) ORDER BY id",
     ).all({ project, from, to }) as UtteranceRow[];
   }
 
@@ -234,8 +235,10 @@ export class SqliteWordStore implements WordStore {
   }
 
   newestOpenPlan(project: string): string | undefined {
+    // Ties on created_at: SQLite's insertion order (rowid); PostgreSQL has none, plan_id decides.
+    const tie = this.#sql.dialect === "postgres" ? "plan_id" : "rowid";
     const r = this.#s(
-      "SELECT plan_id FROM plans WHERE project = ? AND status = 'IN_PROGRESS' ORDER BY created_at DESC, rowid DESC LIMIT 1",
+      `SELECT plan_id FROM plans WHERE project = ? AND status = 'IN_PROGRESS' ORDER BY created_at DESC, ${tie} DESC LIMIT 1`,
     ).get(project) as { plan_id: string } | undefined;
     return r?.plan_id;
   }

@@ -9,17 +9,16 @@ import type { LedgerCore } from "../../ledger/core.js";
 import { LedgerEvent } from "../../ledger/events.js";
 import type { OpContext } from "../../ledger/flow.js";
 import type { Store } from "../../store/index.js";
-import { sqliteOf } from "../db.js";
 import { evidenceLevel } from "../evidence.js";
 import { insertChained } from "../rows.js";
 import type { NodeSource } from "../types.js";
 import type { NoteInput, ReferenceAddInput, ReferenceMarkInput } from "./inputs.js";
-import { SqliteWordStore } from "./store.js";
+import { SqlWordStore } from "./store.js";
 import { type Verdict, verifiabilityOf } from "./types.js";
 
 /** The word store on the ledger's database, on the ledger's clock. */
-export function wordStoreOf(l: LedgerCore): SqliteWordStore {
-  return new SqliteWordStore(sqliteOf(l.store).db, () => l.now());
+export function wordStoreOf(l: LedgerCore): SqlWordStore {
+  return new SqlWordStore(l.store, () => l.now());
 }
 
 function bad(field: string, message: string): never {
@@ -92,7 +91,7 @@ export function recordNote(l: LedgerCore, input: NoteInput, ctx: OpContext, node
     let reasonId: number | null = null;
     if (node) {
       const now = l.now();
-      reasonId = insertChained(sqliteOf(l.store).db, "prov_change_reasons", {
+      reasonId = insertChained(l.store.sql, "prov_change_reasons", {
         project: project as string,
         node_key: node.node_key,
         run_id: node.run_id,
@@ -181,9 +180,10 @@ export function addReference(l: LedgerCore, input: ReferenceAddInput, ctx: OpCon
       if (!u) bad("utterance", `utterance ${utteranceId} does not exist`);
       anchorProject = u.project;
     } else {
-      const row = sqliteOf(l.store)
-        .db.prepare("SELECT project FROM prov_change_reasons WHERE id = ?")
-        .get(reasonId) as { project: string } | undefined;
+      const row = l.store.sql.get<{ project: string }>(
+        "SELECT project FROM prov_change_reasons WHERE id = ?",
+        [reasonId],
+      );
       if (!row) bad("reason", `reason ${reasonId} does not exist`);
       anchorProject = row.project;
     }

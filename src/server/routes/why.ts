@@ -5,19 +5,15 @@
  * `read_hit(moment=why)` for the records it returns, except on a `--read-only` server.
  */
 import { ErrorCode, RatchetError } from "../../core/index.js";
-import { nodeSourceFor, planChecklist, SqliteWhyStore, why } from "../../provenance/reasons/why-api.js";
-import { SqliteStore, sqliteOnly } from "../../store/index.js";
+import { nodeSourceFor, planChecklist, SqlWhyStore, why } from "../../provenance/reasons/why-api.js";
 import type { RouteGroup } from "../app.js";
 
 const flag = (v: string | undefined) => v === "1" || v === "true";
 
 export const whyRoutes: RouteGroup = (app, { ctx, readOnly, describe }) => {
-  // Provenance still reads the SQLite handle (pg-prov moves it): on PostgreSQL these two refuse.
-  const sqlite = ctx.store instanceof SqliteStore ? new SqliteWhyStore(ctx.store.db) : undefined;
-  const whyStore = (route: string) => {
-    if (!sqlite) throw sqliteOnly(route);
-    return sqlite;
-  };
+  // Provenance reads through the store's SQL door: the same routes on SQLite and PostgreSQL.
+  const shared = new SqlWhyStore(ctx.store.sql);
+  const whyStore = (_route: string) => shared;
 
   app.get("/api/plans/:planId/reasons", (c) => {
     const store = whyStore("GET /api/plans/{id}/reasons");

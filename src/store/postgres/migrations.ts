@@ -25,7 +25,12 @@
  * messages, inbox rows and mission runs are `MAX(id) + 1` given by the insert, as the ledger's
  * are (messages are read back `WHERE id > ?` in order); `thread_actions.seq` stands in for
  * SQLite's rowid (calls started in the same millisecond keep their order); VM bytes are BYTEA.
+ *
+ * Migration 5 is provenance (SQLite's 10 and 11; provenance-migration.ts). Migration 6 is the
+ * queue: a run's bundle hash and its lease (src/queue/).
  */
+import { provenanceMigrationSql } from "./provenance-migration.js";
+
 export interface PgMigration {
   id: number;
   name: string;
@@ -387,6 +392,8 @@ CREATE TABLE thread_journal (
 );
 `),
   },
+  // Provenance (SQLite migrations 10 and 11): provenance-migration.ts.
+  { id: 5, name: "provenance", sql: provenanceMigrationSql(c) },
   {
     id: 6,
     name: "run_leases",
