@@ -15,7 +15,7 @@ const TOKEN = "bench-token-0123456789abcdef";
 const T0 = Date.parse("2026-01-01T00:00:00Z");
 
 /** `plans` plans (every 7th IN_PROGRESS), 2 steps each, one event per plan: direct SQL, one transaction. */
-async function seedPlans(ws, plans) {
+export async function seedPlans(ws, plans) {
   const { SqliteStore } = await import(join(ROOT, "dist", "store", "index.js"));
   const store = SqliteStore.open(ws.dbPath);
   const db = store.db;
@@ -122,10 +122,18 @@ function stepper(ws, ids) {
   };
 }
 
-const rowsDrawn = (page, n) =>
-  page.waitForFunction((k) => document.querySelectorAll("#side-list [data-plan]").length >= k, n, {
-    timeout: 120_000,
-  });
+async function rowsDrawn(page, n) {
+  try {
+    await page.waitForFunction((k) => document.querySelectorAll("#side-list [data-plan]").length >= k, n, {
+      timeout: 120_000,
+    });
+  } catch (e) {
+    const seen = await page.evaluate(
+      () => `${location.href} | ${document.getElementById("side-list")?.innerText.slice(0, 300)}`,
+    );
+    throw new Error(`${n} plan rows not drawn: ${seen}`, { cause: e });
+  }
+}
 
 /** A fresh page → the plan list's 50 rows drawn (the app's files come from the browser cache after the first). */
 async function firstRender(context, url) {

@@ -6,7 +6,16 @@
  * Enforced by `ratchet-confine` v2 read roots (exec/read-roots.ts: never `$HOME`, never
  * `.ratchet/`): fails against the v1 binary, which confines writes only.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startScriptedModel } from "../../src/testing/scripted-model.js";
@@ -124,6 +133,8 @@ describe("credential reads", () => {
     ] as const) {
       writeFileSync(config, JSON.stringify({ sandbox: { read_roots: roots } }));
       const before = query(ws, "SELECT count(*) AS n FROM plans")[0];
+      // The run home is the workspace's, shared with the other tests here: no new run folder.
+      const runsBefore = existsSync(runsOf(wf)) ? readdirSync(runsOf(wf)).sort() : [];
       const r = await ws.run(
         ["run", wf, "--json", "--var", "ssh=x", "--var", "secrets=x", "--var", "store=x"],
         {
@@ -133,7 +144,8 @@ describe("credential reads", () => {
       expect(r.status, r.stdout + r.stderr).toBe(2);
       expect(r.stderr + r.stdout).toContain(field);
       expect(query(ws, "SELECT count(*) AS n FROM plans")[0]).toEqual(before);
-      expect(existsSync(runsOf(wf))).toBe(false);
+      expect(existsSync(runsOf(wf)) ? readdirSync(runsOf(wf)).sort() : []).toEqual(runsBefore);
+      expect(existsSync(join(wf, "execution"))).toBe(false);
     }
     rmSync(config);
   });

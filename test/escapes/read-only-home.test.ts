@@ -69,7 +69,7 @@ def peek(base, rel):
         with open(os.path.join(base, rel), "rb") as f:
             return {"read": True, "bytes": len(f.read())}
     except OSError as e:
-        return {"read": False, "error": type(e).__name__}
+        return {"read": False, "why": type(e).__name__}
 
 
 with open(os.path.join(os.environ["STEP_OUTPUT_DIR"], "found.json"), "w") as f:
@@ -189,7 +189,7 @@ describe("a run never writes its workflow's folder", () => {
     // <ws>/.ratchet/runs/<run>/writer/../../../ratchet.db: the store, never readable by a script.
     const store = await look("../../../ratchet.db");
     if (store.run.write_protection.python === "landlock") {
-      expect(store.found).toEqual({ read: false, error: "PermissionError" });
+      expect(store.found).toEqual({ read: false, why: "PermissionError" });
     } else {
       console.warn(`read roots not tested: ${store.run.write_protection.python} does not confine reads`);
     }
