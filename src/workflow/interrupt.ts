@@ -3,7 +3,8 @@
  * is on this host and no longer alive (`kill -9`, a power cut), the next `ratchet run`,
  * `runs list` or `runs show` marks it `interrupted`, fails its open ledger steps with the reason,
  * and the plan rolls up to FAILED — all in one transaction per run. Saved scripts and their
- * metadata are untouched: runs never write `learnings/` except `script_metadata.json`, atomically.
+ * metadata are untouched: runs never write the workflow's folder, and `script_metadata.json` (in the run
+ * home) is only ever replaced atomically.
  */
 import { hostname } from "node:os";
 import type { Ledger } from "../ledger/index.js";
