@@ -13,7 +13,7 @@
 //      LIKE search → rows drawn); and SSE-to-DOM latency for a step change (another process commits
 //      `step start` → the plan view shows the step IN_PROGRESS; median over N), ÷ the SSE frame
 //      latency of (a) (commit → frame parsed by a Node client), the baseline.
-//      Skipped when /usr/bin/chromium is missing. BENCH_ONLY=dashboard runs this part alone.
+//      Skipped when /usr/bin/chromium is missing. BENCH_ONLY=events,lists,dashboard picks parts.
 import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
@@ -264,15 +264,15 @@ async function lists() {
   return out;
 }
 
-const only = process.env.BENCH_ONLY;
+const only = process.env.BENCH_ONLY?.split(",");
 const figures = {};
 let frameP50;
-if (!only || only === "events") {
+if (!only || only.includes("events")) {
   const live = await liveEvents();
   Object.assign(figures, live);
   frameP50 = live["end-to-end latency paced ~200 events/s p50 (ms)"];
 }
-if (!only || only === "lists") {
+if (!only || only.includes("lists")) {
   const listed = await lists();
   for (const [k, [small, large]] of Object.entries(listed)) {
     figures[`${k}: 1,000 steps p50 (ms)`] = small;
@@ -280,9 +280,9 @@ if (!only || only === "lists") {
     figures[`${k}: 100k ÷ 1k`] = large / small;
   }
 }
-if (!only || only === "dashboard") {
+if (!only || only.includes("dashboard")) {
   const { dashboard } = await import("./server-dashboard.mjs");
   Object.assign(figures, await dashboard({ quick, workspace, frameP50, startServer }));
 }
-report(only ? `server-${only}` : "server", figures);
+report(only ? `server-${only.join("-")}` : "server", figures);
 console.log(`\n  (${fmt(REQUESTS, 0)} sequential requests per endpoint; the machine may be shared)`);
