@@ -262,6 +262,22 @@ describe("runWorkflow (fake process runner)", () => {
     expect(runner.requests[0]?.env).toMatchObject({ MCP_API_URL: bridge.url, MCP_API_TOKEN: bridge.token });
   });
 
+  it("a caller's own run home (a worker's) gets every output folder and the run history; the workspace's and the workflow's folders get nothing", async () => {
+    const { wf, ctx, env, home, runs, fx } = setup();
+    const own = { runs: join(fx.dir, "worker", "runs"), scripts: join(fx.dir, "worker", "scripts") };
+    const runner = new FakeProcessRunner().on({ command: /python3$/ }, writes());
+    const report = await runWorkflow(ctx, wf, { env, runner, home: own });
+    expect(report.status).toBe("passed");
+    const [fetchReq, reportReq] = runner.requests;
+    const out = join(own.runs, report.run_id, "fetch");
+    expect(fetchReq?.env).toMatchObject({ STEP_OUTPUT_DIR: out, STEP_EXECUTION_DIR: join(out, "code") });
+    expect(reportReq?.args).toContain(out);
+    expect(existsSync(join(own.scripts, "flow", "report", "script_metadata.json"))).toBe(true);
+    expect(existsSync(runs)).toBe(false);
+    expect(readdirSync(home).sort()).toEqual(["learnings", "workflow.yaml"]);
+    expect(readdirSync(join(home, "learnings", "fetch"))).toEqual(["main.py"]);
+  });
+
   it("copies the saved folder into code/ without diffs/, the metadata or the contract; sub-folders and other files come along", async () => {
     const { wf, ctx, env, home, history } = setup();
     const saved = join(home, "learnings", "fetch");
