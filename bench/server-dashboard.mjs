@@ -129,7 +129,7 @@ async function rowsDrawn(page, n) {
     });
   } catch (e) {
     const seen = await page.evaluate(
-      () => `${location.href} | ${document.getElementById("side-list")?.innerText.slice(0, 300)}`,
+      () => `${location.href} | ${document.getElementById("side-list")?.textContent?.slice(0, 300)}`,
     );
     throw new Error(`${n} plan rows not drawn: ${seen}`, { cause: e });
   }

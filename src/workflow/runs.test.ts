@@ -64,7 +64,7 @@ const writes =
 
 describe("runWorkflow (fake process runner)", () => {
   it("gives the script a minimal environment, the STEP_* folders last, argv = dependency outputs", async () => {
-    const { wf, ctx, env, home, runs } = setup();
+    const { wf, ctx, env, runs } = setup();
     const runner = new FakeProcessRunner().on({ command: /python3$/ }, writes());
     const report = await runWorkflow(ctx, wf, { env, runner });
     expect(report.status).toBe("passed");
@@ -117,7 +117,7 @@ describe("runWorkflow (fake process runner)", () => {
   });
 
   it("a time-out (with no output) is an execution and validation failure naming the limit; the dependent step is skipped", async () => {
-    const { wf, ctx, env, home, history } = setup();
+    const { wf, ctx, env, history } = setup();
     const runner = new FakeProcessRunner().on({ command: /python3$/ }, { hang: true, stderr: "working…\n" });
     const report = await runWorkflow(ctx, wf, { env, runner, stepTimeoutSeconds: 1 });
     expect(report.status).toBe("failed");
@@ -133,7 +133,7 @@ describe("runWorkflow (fake process runner)", () => {
   });
 
   it("an exception while running a step is a harness failure: nothing recorded against the script, the run goes on", async () => {
-    const { wf, ctx, env, home, fx, history } = setup();
+    const { wf, ctx, env, fx, history } = setup();
     const runner = new FakeProcessRunner().on({ command: /python3$/ }, () => {
       throw new Error("disk on fire");
     });
@@ -305,7 +305,7 @@ describe("runWorkflow (fake process runner)", () => {
   });
 
   it("script_metadata.json is written while the next script runs, and a failed write is noted on its step", async () => {
-    const { wf, ctx, env, home, fx, history } = setup();
+    const { wf, ctx, env, fx, history } = setup();
     // fetch's metadata cannot be written (a folder where the file goes); report's can.
     mkdirSync(join(history("fetch"), "script_metadata.json"), { recursive: true });
     const runner = new FakeProcessRunner().on({ command: /python3$/ }, writes());
@@ -325,7 +325,7 @@ describe("runWorkflow (fake process runner)", () => {
   });
 
   it("the next step is prepared while a script runs; when it is skipped after all, no folder of it is left", async () => {
-    const { wf, ctx, env, home, runs } = setup();
+    const { wf, ctx, env, runs } = setup();
     const seen: boolean[] = [];
     const runner = new FakeProcessRunner().on({ command: /python3$/ }, async (req) => {
       // While fetch runs, report (the next step) gets its working copy.
