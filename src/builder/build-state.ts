@@ -14,6 +14,7 @@ import {
   type OrchestratorContext,
   type RunBridge,
   type RunContext,
+  type RunHome,
   type SavedScript,
   type Workflow,
   type WorkflowStep,
@@ -86,6 +87,8 @@ export interface BuildPlace {
   readonly runId: string;
   /** The workflow home (diff paths are relative to it). */
   readonly home: string;
+  /** Where the build's attempts write (the run home of layout.ts), never the workflow's folder. */
+  readonly runHome: RunHome;
   readonly outputDir: string;
   readonly codeDir: string;
 }

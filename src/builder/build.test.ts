@@ -22,8 +22,11 @@ import { RunTrigger, runStoreOf, runWorkflow } from "../workflow/index.js";
 import { buildStep } from "./build.js";
 import { createModelStepRunner } from "./model-steps.js";
 
-const meta = (home: string) =>
-  JSON.parse(readFileSync(join(home, "learnings", "report", "script_metadata.json"), "utf8"));
+/** The run history of the saved script: in the workspace (layout.ts `historyDir`), not in learnings/. */
+const meta = (f: { ctx: { workspace: { dir: string } }; wf: () => { id: string } }) =>
+  JSON.parse(
+    readFileSync(join(f.ctx.workspace.dir, "scripts", f.wf().id, "report", "script_metadata.json"), "utf8"),
+  );
 
 describe("ratchet build (scripted model)", () => {
   it("generates a passing script from nothing, saves it with a real diff, and later runs cost 0 tokens and 0 requests", async () => {
@@ -59,7 +62,7 @@ describe("ratchet build (scripted model)", () => {
     expect(diff).toMatch(/^--- \/dev\/null\n\+\+\+ main\.py \(v1\)\n@@ -0,0 \+1,7 @@/);
     expect(diff).toContain('+    json.dump({"region": os.environ["VAR_REGION"]}, f)');
     expect(existsSync(join(saved, "contract.json"))).toBe(true);
-    expect(meta(f.home)).toMatchObject({
+    expect(meta(f)).toMatchObject({
       script_version: 1,
       relearn_count: 0,
       total_runs: 1,
@@ -88,7 +91,7 @@ describe("ratchet build (scripted model)", () => {
     expect(again.verdict).toBe("passed");
     expect(again.saved).toBeNull();
     expect(model.requests().length).toBe(before);
-    expect(meta(f.home).script_version).toBe(1);
+    expect(meta(f).script_version).toBe(1);
   });
 
   it("repairs a broken saved script with a fresh agent fed the spec's feedback, and bumps the version", async () => {
@@ -106,7 +109,7 @@ describe("ratchet build (scripted model)", () => {
     // Exactly the feedback the spec lists…
     expect(text).toContain("Repair attempt 1 of 3");
     expect(text).toContain("write report.json with the region");
-    expect(text).toMatch(/on disk at execution\/run-[0-9a-f-]+\/report\/code\/main\.py/);
+    expect(text).toMatch(/on disk at \/\S+\/\.ratchet\/runs\/run-[0-9a-f-]+\/report\/code\/main\.py/);
     expect(text).toContain("exit code 3");
     expect(text).toContain("cannot reach the data");
     expect(text).toContain("Declared variables: VAR_REGION");
@@ -121,7 +124,7 @@ describe("ratchet build (scripted model)", () => {
     expect(fix).toContain("-sys.exit(3)");
     expect(fix).toContain("+import json");
     expect(readFileSync(join(f.home, "learnings", "report", "main.py"), "utf8")).toBe(GOOD);
-    expect(meta(f.home)).toMatchObject({ script_version: 2, relearn_count: 1 });
+    expect(meta(f)).toMatchObject({ script_version: 2, relearn_count: 1 });
     // Ledger: attempt A failed, its repair A.1 completed, the plan completed (recovered).
     const [a1, a2] = r.attempts;
     expect(a2?.ledger_step_id).toBe(`${a1?.ledger_step_id}.1`);
@@ -181,7 +184,7 @@ describe("ratchet build (scripted model)", () => {
     expect(r.not_saved_reason).toMatch(/lock_code/);
     expect(model.requests()).toHaveLength(0);
     expect(readFileSync(join(f.home, "learnings", "report", "main.py"), "utf8")).toBe(BROKEN);
-    expect(meta(f.home)).toMatchObject({
+    expect(meta(f)).toMatchObject({
       total_runs: 1,
       failed_runs: 1,
       lock_code_stats: { locked_runs: 1 },
@@ -352,7 +355,7 @@ describe("ratchet build (scripted model)", () => {
     expect(r.verdict).toBe("passed");
     expect(r.attempts[0]).toMatchObject({ kind: "author", tokens: 150 + 33 });
     const saved = JSON.parse(
-      readFileSync(join(f.home, "execution", r.run_id, "triage", "results.json"), "utf8"),
+      readFileSync(join(f.ctx.workspace.dir, "runs", r.run_id, "triage", "results.json"), "utf8"),
     );
     expect(saved).toMatchObject({ route_id: "research", result: "Paris" });
   });
@@ -397,6 +400,6 @@ describe("ratchet build (scripted model)", () => {
     expect(fix).toContain("-sys.exit(4)");
     expect(r.attempts.map((a) => /-(A[.\d]*)$/.exec(a.ledger_step_id)?.[1])).toEqual(["A", "A.1", "A.1.1"]);
     expect(f.ctx.store.getPlan(r.plan_id)?.status).toBe("COMPLETED");
-    expect(meta(f.home)).toMatchObject({ script_version: 2, relearn_count: 1 });
+    expect(meta(f)).toMatchObject({ script_version: 2, relearn_count: 1 });
   });
 });

@@ -21,7 +21,7 @@
  * {@link evaluate}.
  */
 import { copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { ErrorCode, RatchetError, systemClock } from "../core/index.js";
 import type { LoopTool } from "../model/index.js";
 import {
@@ -36,6 +36,7 @@ import {
   prepareRunSetup,
   RunBridge,
   type RunContext,
+  type RunHome,
   type RunSetup,
   runLearnedStep,
   runStoreOf,
@@ -141,7 +142,7 @@ function openBuild(
   env: NodeJS.ProcessEnv,
   opts: BuildOptions,
 ): Build {
-  const { place, dependencyDirs } = placeBuild(ctx, wf, step, opts);
+  const { place, dependencyDirs } = placeBuild(ctx, wf, step, setup.home, opts);
   const { redactor } = ctx.ledger;
   const { signal } = opts;
   const model = lazyModel(opts.model);
@@ -181,11 +182,12 @@ function placeBuild(
   ctx: RunContext,
   wf: Workflow,
   step: WorkflowStep,
+  runHome: RunHome,
   opts: BuildOptions,
 ): { place: BuildPlace; dependencyDirs: string[] } {
   const clock = opts.clock ?? systemClock;
   const runId = newRunId(clock.now());
-  const deps = dependencyDirs(wf, runId, step, [], new Map(), runStoreOf(ctx.store));
+  const deps = dependencyDirs(wf, runHome, runId, step, [], new Map(), runStoreOf(ctx.store));
   if ("blocked" in deps)
     throw new RatchetError(
       ErrorCode.NotFound,
@@ -195,10 +197,11 @@ function placeBuild(
       },
     );
   const home = workflowHome(wf);
-  const outputDir = stepOutputDir(wf, runId, step.id);
-  const codeDir = stepCodeDir(wf, runId, step.id);
+  // The build's working folders are the run home's, like a run's: only save-back writes the workflow's folder.
+  const outputDir = stepOutputDir(runHome, runId, step.id);
+  const codeDir = stepCodeDir(runHome, runId, step.id);
   return {
-    place: { ctx, wf, step, opts, clock, runId, home, outputDir, codeDir },
+    place: { ctx, wf, step, opts, clock, runId, home, runHome, outputDir, codeDir },
     dependencyDirs: deps.dirs,
   };
 }
@@ -375,6 +378,7 @@ async function repairSaveFallBack(b: Build): Promise<void> {
         passed: verdictPassed,
         declared: b.facts.declared,
         outputDir: b.outputDir,
+        runHome: b.runHome,
         runId: b.runId,
         groupName: b.opts.group ?? null,
         lastRun: b.lastRun,
@@ -396,7 +400,8 @@ async function repairSaveFallBack(b: Build): Promise<void> {
 
 /** Repair `i`: a fresh agent told the task and the last run (never the validation details). */
 async function repairAttempt(b: Build, i: number): Promise<void> {
-  const scriptPath = relative(b.home, join(b.codeDir, SCRIPT));
+  // Absolute: the working copy lives in the run home, outside the workflow's folder.
+  const scriptPath = join(b.codeDir, SCRIPT);
   const a = await agent(b, "learn_code", repairFeedback(b.facts, repairFacts(b.lastRun, i, scriptPath)));
   const run = await evaluateOrMissing(b);
   const next = nextAttemptTitle(b.attempts.length + 1, { kind: "repair", passed: passed(run), round: i });

@@ -44,7 +44,7 @@ describe("model-driven steps in runs", () => {
     expect(run.steps[0]).toMatchObject({ mode: "code_exec", fast_path: false, tokens: 150 });
     expect(existsSync(join(f.home, "learnings", "report"))).toBe(false);
     const out = JSON.parse(
-      readFileSync(join(f.home, "execution", run.run_id, "report", "report.json"), "utf8"),
+      readFileSync(join(f.ctx.workspace.dir, "runs", run.run_id, "report", "report.json"), "utf8"),
     );
     expect(out).toEqual({ region: "eu" });
     expect(runStoreOf(f.ctx.store).stepRuns(run.run_id)[0]?.tokens).toBe(150);
@@ -76,7 +76,7 @@ describe("model-driven steps in runs", () => {
     });
     expect(run.status).toBe("passed");
     expect(run.steps[0]).toMatchObject({ mode: "direct", tokens: 60 });
-    expect(existsSync(join(f.home, "execution", run.run_id, "escape.json"))).toBe(false);
+    expect(existsSync(join(f.ctx.workspace.dir, "runs", run.run_id, "escape.json"))).toBe(false);
     expect(toolNames(model.requests()[0]?.body)).toEqual(
       expect.arrayContaining(["call_tool", "get_api_spec", "write_output", "finish"]),
     );
@@ -151,7 +151,7 @@ describe("model-driven steps in runs", () => {
     expect(run.status).toBe("passed");
     expect(run.steps[0]).toMatchObject({ fast_path: true, tokens: 75 });
     const results = JSON.parse(
-      readFileSync(join(f.home, "execution", run.run_id, "plan", "results.json"), "utf8"),
+      readFileSync(join(f.ctx.workspace.dir, "runs", run.run_id, "plan", "results.json"), "utf8"),
     );
     expect(results.ok).toMatchObject({ route_id: "research", todo_id: "t1", result: "Paris" });
     expect(results.bad).toContain("is not one of step plan's routes: research");

@@ -58,8 +58,8 @@ function facts(input: ModelStepInput): TaskFacts {
 }
 
 async function codeExecStep(client: ModelClient, input: ModelStepInput): Promise<ModelStepResult> {
-  const codeDir = stepCodeDir(input.workflow, input.runId, input.step.id);
-  rmSync(stepOutputDir(input.workflow, input.runId, input.step.id), { recursive: true, force: true });
+  const codeDir = stepCodeDir(input.home, input.runId, input.step.id);
+  rmSync(stepOutputDir(input.home, input.runId, input.step.id), { recursive: true, force: true });
   mkdirSync(codeDir, { recursive: true });
   const evaluate = (): Promise<LearnedStepResult> => runLearnedStep({ ...input, workingCopy: true });
   const clock = input.clock ?? systemClock;
@@ -87,7 +87,7 @@ async function codeExecStep(client: ModelClient, input: ModelStepInput): Promise
 }
 
 async function directStep(client: ModelClient, input: ModelStepInput): Promise<ModelStepResult> {
-  const outputDir = stepOutputDir(input.workflow, input.runId, input.step.id);
+  const outputDir = stepOutputDir(input.home, input.runId, input.step.id);
   rmSync(outputDir, { recursive: true, force: true });
   mkdirSync(outputDir, { recursive: true });
   const started = performance.now();

@@ -6,17 +6,21 @@
  * syntax error included) is never saved. Otherwise `main.py` (and the other top-level files of
  * the snapshot, not the tool helper nor `fix-diffs/`) replaces the saved one, with a
  * unified diff in `diffs/` when the bytes changed (`script_version` and `relearn_count` go up
- * only then), the step's contract in `contract.json`, and the build's verdict as one run in
- * `script_metadata.json`.
+ * only then), the step's contract in `contract.json`; and the build's verdict as one run in
+ * `script_metadata.json`, which lives in the run home with the runs' history (layout.ts), not in
+ * `learnings/`. A workspace without that history yet (a fresh clone) numbers the next version after
+ * the newest diff in `diffs/`, so versions keep counting across clones.
  */
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { reviewScript } from "../review/index.js";
 import {
   diffsDir,
+  historyDir,
   type LearnedStepResult,
   learningsDir,
   noteSavedScript,
+  type RunHome,
   recordScriptRun,
   SCRIPT_METADATA_FILE,
   saveContract,
@@ -44,6 +48,8 @@ export interface SaveBackInput {
   /** `VAR_*` / `SECRET_*` names for static review. */
   declared: readonly string[];
   outputDir: string;
+  /** Where the script's run history lives (`script_metadata.json`). */
+  runHome: RunHome;
   runId: string;
   groupName: string | null;
   lastRun: LearnedStepResult | undefined;
@@ -71,6 +77,22 @@ function savedVersion(dir: string): number {
   } catch {
     return 0;
   }
+}
+
+/** The newest `v<N>-…diff` in `diffs/` (0 when none): the version history the workflow carries. */
+function diffVersion(dir: string): number {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  let max = 0;
+  for (const n of names) {
+    const m = /^v(\d+)-.*\.diff$/.exec(n);
+    if (m) max = Math.max(max, Number(m[1]));
+  }
+  return max;
 }
 
 /** Writes the snapshot's other files (not main.py) to `to`, each replacing what is there (a link included). */
@@ -104,6 +126,7 @@ export async function saveBack(input: SaveBackInput): Promise<SaveBackResult> {
   }
   const home = workflowHome(wf);
   const savedDir = learningsDir(wf, step.id);
+  const history = historyDir(input.runHome, wf, step.id);
   const target = join(savedDir, SCRIPT);
   const beforeBytes = savedBytes(savedDir);
   const before = beforeBytes?.toString("utf8");
@@ -111,14 +134,17 @@ export async function saveBack(input: SaveBackInput): Promise<SaveBackResult> {
   let diffRel: string | null = null;
   if (changed) {
     mkdirSync(savedDir, { recursive: true });
-    const prev = savedVersion(savedDir);
+    const known = savedVersion(history);
+    const prev = Math.max(known, diffVersion(diffsDir(wf, step.id)));
     const text = await unifiedDiff(before, script, {
       from: before === undefined ? "/dev/null" : `main.py (v${prev})`,
       to: `main.py (v${before === undefined ? 1 : prev + 1})`,
     });
     writeFileAtomic(target, main.bytes);
     saveFolder(code.files, savedDir);
-    const meta = noteSavedScript(savedDir, main.bytes, input.now, step.id);
+    const meta = noteSavedScript(history, main.bytes, input.now, step.id, {
+      firstVersion: before === undefined && prev === 0 ? 1 : prev + 1,
+    });
     const file = join(diffsDir(wf, step.id), `v${meta.script_version}-${input.runId}.diff`);
     writeFileAtomic(file, `${text}\n`);
     diffRel = relative(home, file);
@@ -126,14 +152,14 @@ export async function saveBack(input: SaveBackInput): Promise<SaveBackResult> {
   saveContract(savedDir, step);
   // The build's verdict is one run of the saved script in its metadata.
   const last = input.lastRun;
-  const meta = recordScriptRun(savedDir, {
+  const meta = recordScriptRun(history, {
     stepId: step.id,
     scriptBytes: main.bytes,
     success: input.passed,
     exitCode: last?.exitCode ?? null,
     durationMs: Math.round(last?.durationMs ?? 0),
     groupName: input.groupName,
-    runFolder: relative(home, input.outputDir),
+    runFolder: input.outputDir,
     failureReason: input.passed ? null : (last?.failureReason ?? "execution_error"),
     errorSummary: input.passed ? null : (last?.error ?? null),
     locked: false,

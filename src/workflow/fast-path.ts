@@ -2,8 +2,9 @@
  * The fast path of one learned step in a run: static review → a fresh `code/` copy of the saved
  * folder (plus the tool bridge's script helper) → a clean output folder → the saved script through
  * `exec/` under write protection, with the run's tool bridge → output validation →
- * `script_metadata.json`. No model is ever called, and nothing under `learnings/` is written except
- * `script_metadata.json`.
+ * `script_metadata.json`. No model is ever called, and nothing in the workflow's folder is written:
+ * the working copy, the outputs and the run history live in the run's home (layout.ts `RunHome`),
+ * and the script may write its own output folder only.
  *
  * Outcomes (types.ts `StepOutcome`): `passed`, `script_failed`, `validation_failed`,
  * `execution_and_validation_failed` (all recorded against the script); `missing_script`,
@@ -40,10 +41,13 @@ import {
   stepDirPrefix,
   wrapCommand,
 } from "../exec/index.js";
+import { applyForbidden, isWithin } from "../exec/read-roots.js";
 import { type ReviewReport, reviewScript } from "../review/index.js";
 import { CONTRACT_FILE, changedContractFields } from "./contract.js";
 import {
+  historyDir,
   learningsDir,
+  type RunHome,
   type SavedScript,
   savedScript,
   stepCodeDir,
@@ -69,6 +73,8 @@ export interface LearnedStepInput {
   workflow: Workflow;
   step: WorkflowStep;
   runId: string;
+  /** Where the run writes: the step's output folder and working copy, the script's run history. */
+  home: RunHome;
   /** Output folders of the step's `context_dependencies`, in order (passed as argv). */
   dependencyDirs: readonly string[];
   /** `VAR_*` values. */
@@ -225,16 +231,18 @@ export interface PreparedStep {
  * while the current step's script runs.
  */
 export async function prepareLearnedStep(
-  input: Pick<LearnedStepInput, "workflow" | "step" | "runId" | "workingCopy" | "review">,
+  input: Pick<LearnedStepInput, "workflow" | "step" | "runId" | "home" | "workingCopy" | "review">,
 ): Promise<PreparedStep | LearnedStepResult> {
   const { workflow: wf, step } = input;
   const savedDir = learningsDir(wf, step.id);
   const working = input.workingCopy === true;
   const saved: SavedScript | undefined = working
-    ? { path: join(stepCodeDir(wf, input.runId, step.id), "main.py"), language: "python" }
+    ? { path: join(stepCodeDir(input.home, input.runId, step.id), "main.py"), language: "python" }
     : savedScript(wf, step.id);
   if (!saved || (working && !existsSync(saved.path))) {
-    const where = relative(workflowHome(wf), saved?.path ?? join(savedDir, "main.py"));
+    const where = working
+      ? (saved?.path ?? "main.py")
+      : relative(workflowHome(wf), saved?.path ?? join(savedDir, "main.py"));
     return notRun(
       StepOutcome.MissingScript,
       working ? `no script at ${where}` : `no saved script at ${where}: build it with \`ratchet build\``,
@@ -274,8 +282,8 @@ export async function prepareLearnedStep(
   }
 
   // 2. Fresh working copy and a clean output folder.
-  const outputDir = stepOutputDir(wf, input.runId, step.id);
-  const codeDir = stepCodeDir(wf, input.runId, step.id);
+  const outputDir = stepOutputDir(input.home, input.runId, step.id);
+  const codeDir = stepCodeDir(input.home, input.runId, step.id);
   mkdirSync(outputDir, { recursive: true });
   cleanExcept(outputDir, codeDir);
   if (!working) copySavedFolder(savedDir, codeDir);
@@ -283,11 +291,28 @@ export async function prepareLearnedStep(
   return { kind: "prepared", saved, scriptName, scriptBytes, report, outputDir, codeDir };
 }
 
+/**
+ * The dependency output folders a script may read. They live in the run home, which may itself lie
+ * inside the workspace's `.ratchet/` (a secret folder no read root may be inside): the run home's
+ * runs folder is not secret, so a dependency folder beneath it is kept — still refused when it is
+ * not beneath it, or when it would expose `$HOME` or any other secret folder.
+ */
+export function dependencyReadRoots(
+  home: RunHome,
+  dirs: readonly string[],
+  forbid: { home?: string | undefined; secretDirs: readonly string[] },
+): string[] {
+  const inRuns = dirs.filter((d) => isWithin(home.runs, d) && d !== home.runs);
+  return applyForbidden(inRuns, {
+    home: forbid.home,
+    secretDirs: forbid.secretDirs.filter((d) => !isWithin(d, home.runs)),
+  });
+}
+
 /** Runs one `learn_code` step's saved script. Never throws for a failure of the step itself. */
 export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedStepResult> {
   const { workflow: wf, step, redactor } = input;
   const clock = input.clock ?? systemClock;
-  const savedDir = learningsDir(wf, step.id);
   const working = input.workingCopy === true;
   const ready = await (input.prepared ?? prepareLearnedStep(input));
   if (!("kind" in ready)) return ready;
@@ -340,6 +365,10 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
       STEP_EXECUTION_DIR: codeDir,
     },
   });
+  const forbid = {
+    home: baseEnv.HOME,
+    secretDirs: [join(workflowHome(wf), ".ratchet"), ...(input.readPolicy?.secretDirs ?? [])],
+  };
   const wrapped = wrapCommand(
     {
       language: saved.language,
@@ -350,15 +379,15 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
       outputDir,
       // The interpreter's folder too: a python3 installed under /tmp must stay visible in the sandbox.
       readDirs: [workflowHome(wf), ...input.dependencyDirs, dirname(interpreter)],
-      readRoots: readRoots({
-        interpreters: resolved?.roots ?? [],
-        own: [workflowHome(wf), ...input.dependencyDirs],
-        extra: input.readPolicy?.readRoots ?? [],
-        forbid: {
-          home: baseEnv.HOME,
-          secretDirs: [join(workflowHome(wf), ".ratchet"), ...(input.readPolicy?.secretDirs ?? [])],
-        },
-      }),
+      readRoots: [
+        ...readRoots({
+          interpreters: resolved?.roots ?? [],
+          own: [workflowHome(wf)],
+          extra: input.readPolicy?.readRoots ?? [],
+          forbid,
+        }),
+        ...dependencyReadRoots(input.home, input.dependencyDirs, forbid),
+      ],
       ...(tmpDir ? { tmpDir, cleanup: [tmpDir] } : {}),
       timeoutMs: input.timeoutSeconds * 1000,
     },
@@ -442,7 +471,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     : `validation: ${validation.issues.length} issue(s)\n${validation.issues.map((i) => `  ${[i.file, i.path].filter(Boolean).join(" ")} ${i.check}: ${i.message}`).join("\n")}`;
   const log = `${header}${output}${footer}${redactor.redact(validationText)}`;
 
-  // 6. script_metadata.json (the only file under learnings/ a run writes).
+  // 6. script_metadata.json, in the run home (a run writes nothing in the workflow's folder).
   const result: LearnedStepResult = {
     outcome: c.outcome,
     fastPath: true,
@@ -461,14 +490,14 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   if (working) return result;
   const record = (): void => {
     try {
-      recordScriptRun(savedDir, {
+      recordScriptRun(historyDir(input.home, wf, step.id), {
         stepId: step.id,
         scriptBytes,
         success: c.success,
         exitCode: r.exitCode,
         durationMs: Math.round(durationMs),
         groupName: input.groupName,
-        runFolder: relative(workflowHome(wf), outputDir),
+        runFolder: outputDir,
         failureReason: c.failureReason,
         errorSummary: error,
         locked: step.agent_configs.lock_code === true,

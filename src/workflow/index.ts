@@ -25,15 +25,17 @@ export type { InterruptedRun } from "./interrupt.js";
 export { interruptReason, parseOwner, processAlive, recoverInterruptedRuns } from "./interrupt.js";
 export type { PathSegment, QueryResult } from "./jsonpath.js";
 export { formatPath, parsePath, queryPath } from "./jsonpath.js";
-export type { WorkflowPaths } from "./layout.js";
+export type { RunHome, WorkflowPaths } from "./layout.js";
 export {
   diffsDir,
+  historyDir,
   isRunId,
   learningsDir,
   metadataPath,
   newRunId,
   RUN_ID_PATTERN,
   runDir,
+  runHomeOf,
   type SavedScript,
   savedScript,
   stepCodeDir,

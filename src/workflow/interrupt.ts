@@ -6,8 +6,8 @@
  * (`ratchet worker`, src/queue/) also holds a lease (`lease_expires_at`, moved by its heartbeat):
  * once the lease has expired, any process on any machine marks it interrupted the same way — a
  * dead machine's runs do not stay `running`. The status is re-read under the write lock, so two
- * finders close a run once. Saved scripts and their
- * metadata are untouched: runs never write `learnings/` except `script_metadata.json`, atomically.
+ * finders close a run once. Saved scripts and their metadata are untouched: runs never write the
+ * workflow's folder, and `script_metadata.json` (in the run home) is only ever replaced atomically.
  */
 import { hostname } from "node:os";
 import type { Ledger } from "../ledger/index.js";

@@ -4,11 +4,13 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   diffsDir,
+  historyDir,
   isRunId,
   learningsDir,
   metadataPath,
   newRunId,
   runDir,
+  runHomeOf,
   savedScript,
   stepCodeDir,
   stepOutputDir,
@@ -17,18 +19,25 @@ import {
 
 const home = mkdtempSync(join(tmpdir(), "ratchet-layout-"));
 afterAll(() => rmSync(home, { recursive: true, force: true }));
-const wf = { source: join(home, "flow.yaml") };
+const wf = { source: join(home, "flow.yaml"), id: "flow" };
+const ws = join(home, "ws", ".ratchet");
+const rh = runHomeOf(ws);
 const RUN = "run-20260101120000-a1b2c3";
 
 describe("layout", () => {
-  it("places everything under the workflow's folder", () => {
+  it("places what was learned under the workflow's folder and what a run writes under the run home", () => {
     expect(workflowHome(wf)).toBe(home);
     expect(learningsDir(wf, "fetch")).toBe(join(home, "learnings", "fetch"));
     expect(diffsDir(wf, "fetch")).toBe(join(home, "learnings", "fetch", "diffs"));
-    expect(metadataPath(wf, "fetch")).toBe(join(home, "learnings", "fetch", "script_metadata.json"));
-    expect(runDir(wf, RUN)).toBe(join(home, "execution", RUN));
-    expect(stepOutputDir(wf, RUN, "fetch")).toBe(join(home, "execution", RUN, "fetch"));
-    expect(stepCodeDir(wf, RUN, "fetch")).toBe(join(home, "execution", RUN, "fetch", "code"));
+    expect(rh).toEqual({ runs: join(ws, "runs"), scripts: join(ws, "scripts") });
+    expect(historyDir(rh, wf, "fetch")).toBe(join(ws, "scripts", "flow", "fetch"));
+    expect(metadataPath(rh, wf, "fetch")).toBe(join(ws, "scripts", "flow", "fetch", "script_metadata.json"));
+    expect(runDir(rh, RUN)).toBe(join(ws, "runs", RUN));
+    expect(stepOutputDir(rh, RUN, "fetch")).toBe(join(ws, "runs", RUN, "fetch"));
+    expect(stepCodeDir(rh, RUN, "fetch")).toBe(join(ws, "runs", RUN, "fetch", "code"));
+    // A worker passes its own root: nothing of the run depends on the workflow's folder.
+    const own = { runs: "/srv/w1/runs", scripts: "/srv/w1/scripts" };
+    expect(stepOutputDir(own, RUN, "fetch")).toBe(join("/srv/w1/runs", RUN, "fetch"));
   });
 
   it("finds the saved script, preferring main.py", () => {
@@ -54,7 +63,9 @@ describe("layout", () => {
 
   it("refuses ids that could leave the home folder", () => {
     expect(() => learningsDir(wf, "../x")).toThrow(/not a step id/);
-    expect(() => stepOutputDir(wf, RUN, "a/b")).toThrow(/not a step id/);
-    expect(() => runDir(wf, "../../etc")).toThrow(/not a run id/);
+    expect(() => stepOutputDir(rh, RUN, "a/b")).toThrow(/not a step id/);
+    expect(() => runDir(rh, "../../etc")).toThrow(/not a run id/);
+    expect(() => historyDir(rh, { id: "../x" }, "fetch")).toThrow(/not a workflow id/);
+    expect(() => historyDir(rh, wf, "..")).toThrow(/not a step id/);
   });
 });

@@ -1,5 +1,7 @@
 /**
- * `learnings/{step-id}/script_metadata.json`: the run history of a learned script.
+ * `script_metadata.json`: the run history of a learned script. It lives in the run home
+ * (layout.ts `historyDir`: `<workspace>/.ratchet/scripts/{workflow-id}/{step-id}/`), not in the
+ * workflow's folder, so a run never writes there; the functions here take that folder.
  *
  * Every run of a saved script is recorded ({@link recordScriptRun}), also when no metadata file
  * exists yet, and also for locked scripts. Runs never change `script_version` or `relearn_count`:
@@ -38,7 +40,7 @@ export interface ScriptRun {
   exitCode: number | null;
   durationMs: number;
   groupName: string | null;
-  /** The run's step output folder (`execution/{run-id}/{step-id}`), as recorded in `recent_runs`. */
+  /** The run's step output folder (absolute: `<run home>/runs/{run-id}/{step-id}`), as recorded in `recent_runs`. */
   runFolder: string;
   /** Why it failed; ignored (stored as null) for a success. */
   failureReason: RecentRun["failure_reason"];
@@ -298,20 +300,27 @@ export function recordScriptRun(learningsStepDir: string, run: ScriptRun): Scrip
 
 /**
  * Notes that the Builder saved `scriptBytes` as the step's script. A new record starts at
- * script_version 1; when the bytes' sha256 differs from `script_sha256`, `script_version` and
+ * script_version `opts.firstVersion` (default 1: a workspace that has no history of a script the
+ * workflow already carries continues after its newest diff); when the bytes' sha256 differs from `script_sha256`, `script_version` and
  * `relearn_count` go up by one. Same bytes: nothing changes (and nothing is written).
- * @param stepId defaults to the folder's name (`learnings/{step-id}`)
+ * @param stepId defaults to the folder's name (`{step-id}`)
  */
 export function noteSavedScript(
   learningsStepDir: string,
   scriptBytes: Uint8Array,
   now: Date,
   stepId: string = basename(learningsStepDir),
+  opts: { firstVersion?: number } = {},
 ): ScriptMetadata {
   const prev = readOrSetAside(learningsStepDir, now);
   const sha = sha256Hex(scriptBytes);
   if (!prev) {
-    const created = fresh({ stepId, scriptBytes: Buffer.from(scriptBytes), now });
+    const first = opts.firstVersion ?? 1;
+    const created: ScriptMetadata = {
+      ...fresh({ stepId, scriptBytes: Buffer.from(scriptBytes), now }),
+      script_version: first,
+      relearn_count: first - 1,
+    };
     write(learningsStepDir, created);
     return created;
   }

@@ -9,6 +9,7 @@ import type { BuiltinToolSpec } from "../bridge/index.js";
 import type { Clock, Redactor } from "../core/index.js";
 import type { ProcessRunner, SandboxInfo } from "../exec/index.js";
 import type { BridgeProvider, LearnedStepResult } from "./fast-path.js";
+import type { RunHome } from "./layout.js";
 import type { Workflow, WorkflowStep } from "./types.js";
 
 export interface ModelStepInput {
@@ -16,6 +17,8 @@ export interface ModelStepInput {
   step: WorkflowStep;
   mode: "direct" | "code_exec";
   runId: string;
+  /** Where the run writes (layout.ts): the step's output folder and working copy. */
+  home: RunHome;
   dependencyDirs: readonly string[];
   variables: Record<string, string>;
   secrets: Record<string, string>;

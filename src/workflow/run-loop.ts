@@ -112,7 +112,7 @@ async function gateStep(
   prepared: Promise<PreparedStep | LearnedStepResult> | undefined,
 ): Promise<{ dirs: string[] } | { notRunning: LearnedStepResult }> {
   const { wf, runId, opts } = run;
-  const deps = dependencyDirs(wf, runId, step, run.sel.selected, run.outcomeOf, run.runs);
+  const deps = dependencyDirs(wf, run.setup.home, runId, step, run.sel.selected, run.outcomeOf, run.runs);
   const blocked = "blocked" in deps ? deps.blocked : undefined;
   const sealProblem = blocked === undefined ? brokenSeal(run, step) : undefined;
   if (run.cancelled || opts.signal?.aborted || blocked !== undefined || sealProblem)
@@ -134,7 +134,7 @@ async function gateStep(
 function brokenSeal(run: RunState, step: WorkflowStep): string | undefined {
   for (const dep of step.context_dependencies ?? []) {
     const seal = run.seals.get(dep);
-    const broken = seal && sealBroken(stepOutputDir(run.wf, run.runId, dep), seal);
+    const broken = seal && sealBroken(stepOutputDir(run.setup.home, run.runId, dep), seal);
     if (broken) return sealProblemText(dep, broken);
   }
   return undefined;
@@ -179,7 +179,7 @@ async function runLearnedScript(
     run.orchestrator = newOrchestratorContext({
       workflow: run.wf,
       step,
-      outputDir: stepOutputDir(run.wf, run.runId, step.id),
+      outputDir: stepOutputDir(run.setup.home, run.runId, step.id),
       bridge: bridgeFor(run, step),
       redactor: run.ctx.ledger.redactor,
       signal: run.opts.signal,
@@ -240,7 +240,13 @@ function prepareNext(run: RunState, i: number): void {
   if (run.sel.modes.get(next) !== ExecutionMode.LearnCode || isOrchestrator(step)) return;
   run.nextStep.prepare(
     next,
-    prepareLearnedStep({ workflow: run.wf, step, runId: run.runId, review: run.review }),
+    prepareLearnedStep({
+      workflow: run.wf,
+      step,
+      runId: run.runId,
+      home: run.setup.home,
+      review: run.review,
+    }),
   );
 }
 
@@ -250,7 +256,7 @@ function prepareNext(run: RunState, i: number): void {
  */
 function closeStep(run: RunState, id: string, mode: ExecutionMode, ledgerStepId: string, ran: Ran): void {
   const { result, tokens } = ran;
-  const outputDir = stepOutputDir(run.wf, run.runId, id);
+  const outputDir = stepOutputDir(run.setup.home, run.runId, id);
   run.outcomeOf.set(id, result.outcome);
   if (result.outcome === StepOutcome.Passed && result.fastPath) run.seals.set(id, sealOutputs(outputDir));
   const log = withLogSection(result.log, "tool bridge", run.runBridge?.takeLog() ?? []);

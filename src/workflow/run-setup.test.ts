@@ -10,6 +10,7 @@ const setup: RunSetup = {
   sandbox: { kind: "none" } as unknown as RunSetup["sandbox"],
   readPolicy: { readRoots: ["/opt/data"], secretDirs: ["/ws/.ratchet"] },
   timeoutSeconds: 42,
+  home: { runs: "/ws/.ratchet/runs", scripts: "/ws/.ratchet/scripts" },
 };
 const workflow = { id: "flow" } as unknown as Workflow;
 const step = { id: "fetch" } as unknown as WorkflowStep;
@@ -34,6 +35,7 @@ describe("the shared set-up of a learned step (pure)", () => {
       workflow,
       step,
       runId: "run-1",
+      home: setup.home,
       dependencyDirs: ["/a"],
       variables: setup.variables,
       secrets: setup.secrets,

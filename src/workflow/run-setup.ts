@@ -19,6 +19,7 @@ import {
   sweepStaleDirs,
 } from "../exec/index.js";
 import type { BridgeProvider, LearnedStepInput } from "./fast-path.js";
+import { type RunHome, runHomeOf } from "./layout.js";
 import { DEFAULT_STEP_TIMEOUT_SECONDS } from "./run-limits.js";
 import { resolveSecrets, resolveVariables } from "./secrets.js";
 import type { Workflow, WorkflowStep } from "./types.js";
@@ -38,6 +39,8 @@ export interface RunSetupInput {
   secretsFile?: string | undefined;
   /** Default {@link DEFAULT_STEP_TIMEOUT_SECONDS}. */
   stepTimeoutSeconds?: number | undefined;
+  /** Where the run writes (outputs, working copies, run history). Default `runHomeOf(workspaceDir)`. */
+  home?: RunHome | undefined;
 }
 
 /** The shared part of a learned step's input. */
@@ -48,6 +51,8 @@ export interface RunSetup {
   /** `sandbox.read_roots` of config.json, and the folders no read root may expose. */
   readPolicy: { readRoots: string[]; secretDirs: string[] };
   timeoutSeconds: number;
+  /** Where the run writes: never the workflow's folder. */
+  home: RunHome;
 }
 
 /**
@@ -74,6 +79,7 @@ export async function prepareRunSetup(input: RunSetupInput): Promise<RunSetup> {
     sandbox,
     readPolicy: { readRoots: config.readRoots, secretDirs: [input.workspaceDir] },
     timeoutSeconds: input.stepTimeoutSeconds ?? DEFAULT_STEP_TIMEOUT_SECONDS,
+    home: input.home ?? runHomeOf(input.workspaceDir),
   };
 }
 
@@ -101,6 +107,7 @@ export function learnedStepInput(setup: RunSetup, s: StepSpecifics) {
     workflow: s.workflow,
     step: s.step,
     runId: s.runId,
+    home: setup.home,
     dependencyDirs: s.dependencyDirs,
     variables: setup.variables,
     secrets: setup.secrets,

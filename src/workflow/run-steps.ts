@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 import { headTail, LOG_HEAD_BYTES, LOG_TAIL_BYTES } from "../core/index.js";
 import { type LearnedStepInput, type LearnedStepResult, notRun, runLearnedStep } from "./fast-path.js";
 
-import { stepOutputDir } from "./layout.js";
+import { type RunHome, stepOutputDir } from "./layout.js";
 import type { RunStepOutcome, RunStore } from "./run-store.js";
 import type { RunContext, StepReport } from "./runs.js";
 import { ExecutionMode, StepOutcome, type Workflow, type WorkflowStep } from "./types.js";
@@ -85,6 +85,7 @@ export async function runLearnedStepSafely(input: LearnedStepInput): Promise<Lea
  */
 export function dependencyDirs(
   wf: Workflow,
+  home: RunHome,
   runId: string,
   step: WorkflowStep,
   selected: readonly string[],
@@ -96,11 +97,11 @@ export function dependencyDirs(
     if (selected.includes(dep)) {
       const o = outcomeOf.get(dep);
       if (o !== StepOutcome.Passed) return { blocked: `dependency ${dep} did not pass (${o ?? "not run"})` };
-      dirs.push(stepOutputDir(wf, runId, dep));
+      dirs.push(stepOutputDir(home, runId, dep));
       continue;
     }
     const last = runs.lastPassed(wf.id, dep);
-    const dir = last ? stepOutputDir(wf, last.run_id, dep) : undefined;
+    const dir = last ? stepOutputDir(home, last.run_id, dep) : undefined;
     if (!dir || !existsSync(dir))
       return {
         blocked: `dependency ${dep} is not part of this run and has no passing run whose outputs could be used`,

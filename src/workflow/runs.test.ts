@@ -40,6 +40,9 @@ function setup() {
     ledger: fx.ledger,
     workspace: { root: fx.dir, dir: join(fx.dir, ".ratchet"), dbPath: "", blobsDir: "" },
   };
+  // What a run writes lives in the workspace (layout.ts RunHome), never in the workflow's folder.
+  const runs = join(fx.dir, ".ratchet", "runs");
+  const history = (step: string) => join(fx.dir, ".ratchet", "scripts", "flow", step);
   const env = {
     PATH: process.env.PATH,
     HOME: "/home/someone",
@@ -48,7 +51,7 @@ function setup() {
     STEP_OUTPUT_DIR: "/evil",
     OPENAI_API_KEY: "sk-should-not-leak",
   };
-  return { fx, home, wf, ctx, env };
+  return { fx, home, wf, ctx, env, runs, history };
 }
 
 /** A fake script that writes `out.json` into its output folder and exits with `code`. */
@@ -61,12 +64,12 @@ const writes =
 
 describe("runWorkflow (fake process runner)", () => {
   it("gives the script a minimal environment, the STEP_* folders last, argv = dependency outputs", async () => {
-    const { wf, ctx, env, home } = setup();
+    const { wf, ctx, env, runs } = setup();
     const runner = new FakeProcessRunner().on({ command: /python3$/ }, writes());
     const report = await runWorkflow(ctx, wf, { env, runner });
     expect(report.status).toBe("passed");
     const [fetch, rep] = runner.requests;
-    const out = join(home, "execution", report.run_id, "fetch");
+    const out = join(runs, report.run_id, "fetch");
     expect(fetch?.args).toEqual(["-B", "main.py"]);
     expect(fetch?.cwd).toBe(join(out, "code"));
     expect(fetch?.env).toMatchObject({
@@ -114,7 +117,7 @@ describe("runWorkflow (fake process runner)", () => {
   });
 
   it("a time-out (with no output) is an execution and validation failure naming the limit; the dependent step is skipped", async () => {
-    const { wf, ctx, env, home } = setup();
+    const { wf, ctx, env, history } = setup();
     const runner = new FakeProcessRunner().on({ command: /python3$/ }, { hang: true, stderr: "working…\n" });
     const report = await runWorkflow(ctx, wf, { env, runner, stepTimeoutSeconds: 1 });
     expect(report.status).toBe("failed");
@@ -125,12 +128,12 @@ describe("runWorkflow (fake process runner)", () => {
     expect(report.steps[0]?.error).toMatch(
       /^script was killed at its 1 s time limit: working…\noutputs failed validation: .* has no file besides code\/ \(builtin_has_output\)$/,
     );
-    expect(existsSync(join(home, "learnings", "fetch", "script_metadata.json"))).toBe(true);
-    expect(existsSync(join(home, "learnings", "report", "script_metadata.json"))).toBe(false);
+    expect(existsSync(join(history("fetch"), "script_metadata.json"))).toBe(true);
+    expect(existsSync(join(history("report"), "script_metadata.json"))).toBe(false);
   });
 
   it("an exception while running a step is a harness failure: nothing recorded against the script, the run goes on", async () => {
-    const { wf, ctx, env, home, fx } = setup();
+    const { wf, ctx, env, fx, history } = setup();
     const runner = new FakeProcessRunner().on({ command: /python3$/ }, () => {
       throw new Error("disk on fire");
     });
@@ -139,7 +142,7 @@ describe("runWorkflow (fake process runner)", () => {
       outcome: "harness_failed",
       error: "harness failure: disk on fire; nothing was recorded against the script",
     });
-    expect(existsSync(join(home, "learnings", "fetch", "script_metadata.json"))).toBe(false);
+    expect(existsSync(join(history("fetch"), "script_metadata.json"))).toBe(false);
     const runs = runStoreOf(fx.store);
     expect(runs.getRun(report.run_id)?.status).toBe("failed");
     expect(fx.store.getPlan(report.plan_id)?.status).toBe("FAILED");
@@ -177,7 +180,7 @@ describe("runWorkflow (fake process runner)", () => {
   });
 
   it("starts one tool bridge per run: every script gets its MCP_API_URL/MCP_API_TOKEN (not over STEP_*), the helper sits next to the script, the bridge is closed at the end", async () => {
-    const { wf, ctx, env, home } = setup();
+    const { wf, ctx, env, home, runs, history } = setup();
     const seen: { url: string; token: string; health: number; status: number; reply: unknown }[] = [];
     const runner = new FakeProcessRunner().on({ command: /python3$/ }, async (req) => {
       const url = req.env?.MCP_API_URL as string;
@@ -205,10 +208,12 @@ describe("runWorkflow (fake process runner)", () => {
       reply: { success: true, result: { key: "tok-123456789" }, error: null },
     });
     const [fetchReq] = runner.requests;
-    const out = join(home, "execution", report.run_id, "fetch");
+    const out = join(runs, report.run_id, "fetch");
     expect(fetchReq?.env).toMatchObject({ STEP_OUTPUT_DIR: out, STEP_EXECUTION_DIR: join(out, "code") });
     expect(readdirSync(join(out, "code")).sort()).toEqual(["main.py", "ratchet_tools.py"]);
-    expect(readdirSync(join(home, "learnings", "fetch")).sort()).toEqual(["main.py", "script_metadata.json"]);
+    // Nothing written in the workflow's folder: the run history is in the workspace.
+    expect(readdirSync(join(home, "learnings", "fetch")).sort()).toEqual(["main.py"]);
+    expect(readdirSync(history("fetch"))).toEqual(["script_metadata.json"]);
 
     // The bridge's log lines are in the step's ledger log, redacted.
     const logs = ctx.store
@@ -225,7 +230,7 @@ describe("runWorkflow (fake process runner)", () => {
   });
 
   it("a bridge that cannot start (a malformed config) is a harness failure; steps that run no script never start it", async () => {
-    const { wf, ctx, env, home } = setup();
+    const { wf, ctx, env, home, history } = setup();
     mkdirSync(ctx.workspace.dir, { recursive: true });
     writeFileSync(join(ctx.workspace.dir, "config.json"), "{ not json");
     const runner = new FakeProcessRunner().on({ command: /python3$/ }, writes());
@@ -238,7 +243,7 @@ describe("runWorkflow (fake process runner)", () => {
       /^harness failure: could not start the tool bridge: .*config\.json is not valid JSON: .*; nothing was recorded against the script$/,
     );
     expect(runner.requests).toEqual([]);
-    expect(existsSync(join(home, "learnings", "fetch", "script_metadata.json"))).toBe(false);
+    expect(existsSync(join(history("fetch"), "script_metadata.json"))).toBe(false);
 
     // No script to run: the config is never read.
     rmSync(join(home, "learnings", "fetch", "main.py"));
@@ -257,8 +262,24 @@ describe("runWorkflow (fake process runner)", () => {
     expect(runner.requests[0]?.env).toMatchObject({ MCP_API_URL: bridge.url, MCP_API_TOKEN: bridge.token });
   });
 
+  it("a caller's own run home (a worker's) gets every output folder and the run history; the workspace's and the workflow's folders get nothing", async () => {
+    const { wf, ctx, env, home, runs, fx } = setup();
+    const own = { runs: join(fx.dir, "worker", "runs"), scripts: join(fx.dir, "worker", "scripts") };
+    const runner = new FakeProcessRunner().on({ command: /python3$/ }, writes());
+    const report = await runWorkflow(ctx, wf, { env, runner, home: own });
+    expect(report.status).toBe("passed");
+    const [fetchReq, reportReq] = runner.requests;
+    const out = join(own.runs, report.run_id, "fetch");
+    expect(fetchReq?.env).toMatchObject({ STEP_OUTPUT_DIR: out, STEP_EXECUTION_DIR: join(out, "code") });
+    expect(reportReq?.args).toContain(out);
+    expect(existsSync(join(own.scripts, "flow", "report", "script_metadata.json"))).toBe(true);
+    expect(existsSync(runs)).toBe(false);
+    expect(readdirSync(home).sort()).toEqual(["learnings", "workflow.yaml"]);
+    expect(readdirSync(join(home, "learnings", "fetch"))).toEqual(["main.py"]);
+  });
+
   it("copies the saved folder into code/ without diffs/, the metadata or the contract; sub-folders and other files come along", async () => {
-    const { wf, ctx, env, home } = setup();
+    const { wf, ctx, env, home, history } = setup();
     const saved = join(home, "learnings", "fetch");
     mkdirSync(join(saved, "diffs"), { recursive: true });
     writeFileSync(join(saved, "diffs", "v1.diff"), "-a\n+b\n");
@@ -278,14 +299,15 @@ describe("runWorkflow (fake process runner)", () => {
     const report = await runWorkflow(ctx, wf, { env, runner, only: ["fetch"] });
     expect(report.status).toBe("passed");
     expect(seen[0]).toEqual(["lib/deep/util.py", "main.py", "notes.txt", "ratchet_tools.py"]);
-    // The run recorded its metadata next to the saved script, not in the copy.
-    expect(existsSync(join(saved, "script_metadata.json"))).toBe(true);
+    // The run recorded its metadata in the workspace, neither next to the saved script nor in the copy.
+    expect(existsSync(join(history("fetch"), "script_metadata.json"))).toBe(true);
+    expect(existsSync(join(saved, "script_metadata.json"))).toBe(false);
   });
 
   it("script_metadata.json is written while the next script runs, and a failed write is noted on its step", async () => {
-    const { wf, ctx, env, home, fx } = setup();
+    const { wf, ctx, env, fx, history } = setup();
     // fetch's metadata cannot be written (a folder where the file goes); report's can.
-    mkdirSync(join(home, "learnings", "fetch", "script_metadata.json"));
+    mkdirSync(join(history("fetch"), "script_metadata.json"), { recursive: true });
     const runner = new FakeProcessRunner().on({ command: /python3$/ }, writes());
     const report = await runWorkflow(ctx, wf, { env, runner });
     expect(report.status).toBe("passed");
@@ -293,7 +315,7 @@ describe("runWorkflow (fake process runner)", () => {
       ["fetch", false],
       ["report", true],
     ]);
-    expect(existsSync(join(home, "learnings", "report", "script_metadata.json"))).toBe(true);
+    expect(existsSync(join(history("report"), "script_metadata.json"))).toBe(true);
     const fetchLogs = fx.store
       .logsOfStep(report.steps[0]!.ledger_step_id)
       .map((l) => l.text)
@@ -303,7 +325,7 @@ describe("runWorkflow (fake process runner)", () => {
   });
 
   it("the next step is prepared while a script runs; when it is skipped after all, no folder of it is left", async () => {
-    const { wf, ctx, env, home } = setup();
+    const { wf, ctx, env, runs } = setup();
     const seen: boolean[] = [];
     const runner = new FakeProcessRunner().on({ command: /python3$/ }, async (req) => {
       // While fetch runs, report (the next step) gets its working copy.
@@ -317,7 +339,7 @@ describe("runWorkflow (fake process runner)", () => {
     expect(report.status).toBe("failed");
     expect(report.steps.map((s) => s.outcome)).toEqual(["execution_and_validation_failed", "skipped"]);
     expect(seen).toEqual([true]);
-    expect(existsSync(join(home, "execution", report.run_id, "report"))).toBe(false);
-    expect(existsSync(join(home, "execution", report.run_id, "fetch", "code", "main.py"))).toBe(true);
+    expect(existsSync(join(runs, report.run_id, "report"))).toBe(false);
+    expect(existsSync(join(runs, report.run_id, "fetch", "code", "main.py"))).toBe(true);
   });
 });

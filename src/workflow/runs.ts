@@ -8,7 +8,7 @@ import { cachedReviewer } from "../review/cache.js";
 import type { Store, Workspace } from "../store/index.js";
 import { type BridgeEndpoint, savedLanguage } from "./fast-path.js";
 import { recoverInterruptedRuns } from "./interrupt.js";
-import { newRunId, workflowHome } from "./layout.js";
+import { newRunId, type RunHome, workflowHome } from "./layout.js";
 import type { ModelStepRunner, OrchestratorContext } from "./model-step.js";
 import { RunBridge } from "./run-bridge.js";
 import { CANCEL_POLL_MS, DEFAULT_STEP_TIMEOUT_SECONDS, LEASE_MARGIN_SECONDS } from "./run-limits.js";
@@ -85,6 +85,12 @@ export interface RunWorkflowOptions {
   claim?: { runId: string; leaseMs: number };
   /** Called once the run is recorded, before any step runs. */
   onStarted?: (r: { run_id: string; plan_id: string; write_protection: SandboxInfo }) => void;
+  /**
+   * Where the run writes its outputs, working copies and the scripts' run history (layout.ts).
+   * Default: the workspace's (`<workspace>/.ratchet/runs`, `scripts`). A worker running workflows
+   * from a read-only bundle passes its own; never the workflow's folder.
+   */
+  home?: RunHome;
 }
 
 export type RunProgress =
@@ -149,6 +155,7 @@ export async function runWorkflow(
     env,
     secretsFile: opts.secretsFile,
     stepTimeoutSeconds: opts.stepTimeoutSeconds,
+    home: opts.home,
   });
   const recovered = recoverInterruptedRuns(ctx).map((r) => r.run_id);
   // A cancel request recorded in the store (by any process) aborts the run like the caller's signal.

@@ -151,7 +151,7 @@ describe.runIf(pgAvailable())("ratchet run on PostgreSQL", () => {
     const a = machine(url);
     const b = machine(url);
     const running = a.start(["run", a.wf("slow"), "--var", "sleep=120", "--json"]);
-    const exec = join(a.dir, "workflows", "slow", "execution");
+    const exec = join(a.dir, ".ratchet", "runs");
     await waitFor(
       () =>
         existsSync(exec) &&

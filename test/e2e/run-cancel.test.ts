@@ -18,6 +18,7 @@ import {
   type TestWorkspace,
   waitFor,
 } from "../helpers/cli.js";
+import { runsOf } from "../helpers/run-home.js";
 import { makeServerFixture } from "../helpers/server.js";
 
 const workspaces: TestWorkspace[] = [];
@@ -62,7 +63,7 @@ function processesWith(needle: string): number[] {
 }
 
 const started = (wf: string) => {
-  const exec = join(wf, "execution");
+  const exec = runsOf(wf);
   return (
     existsSync(exec) && readdirSync(exec).some((d) => existsSync(join(exec, d, "sleeper", "started.txt")))
   );
@@ -105,8 +106,8 @@ describe("ratchet runs cancel", () => {
     const report = JSON.parse(done.stdout) as { status: string; steps: { outcome: string }[] };
     expect(report.status).toBe("cancelled");
     expect(processesWith(`sleep ${secs}`)).toEqual([]);
-    expect(processesWith(join(wf, "execution", runId))).toEqual([]);
-    expect(existsSync(join(wf, "execution", runId, "sleeper", "done.json"))).toBe(false);
+    expect(processesWith(join(runsOf(wf), runId))).toEqual([]);
+    expect(existsSync(join(runsOf(wf), runId, "sleeper", "done.json"))).toBe(false);
 
     const row = query<{ status: string; error: string }>(
       ws,

@@ -16,6 +16,7 @@ import {
   ROOT,
   type TestWorkspace,
 } from "../helpers/cli.js";
+import { historyOf, runsOf } from "../helpers/run-home.js";
 
 const FIXTURE = join(ROOT, "test", "fixtures", "workflows", "bridge");
 const MCP_SERVER = join(ROOT, "test", "fixtures", "mcp", "echo-server.mjs");
@@ -146,7 +147,7 @@ describe("scripts call tools through the run's bridge", () => {
     });
     // Under Landlock or bubblewrap where they work: the sandbox keeps loopback reachable.
     expect(run.steps[0]?.write_protection).toBe(run.write_protection.python);
-    const out = join(wf, "execution", run.run_id, "py-add");
+    const out = join(runsOf(wf), run.run_id, "py-add");
     const result = readJson(join(out, "result.json"));
     expect(result.sum).toBe(5);
 
@@ -159,13 +160,9 @@ describe("scripts call tools through the run's bridge", () => {
     // The helper sits next to the script in code/, never in learnings/; metadata hashes main.py alone.
     expect(readdirSync(join(out, "code")).sort()).toEqual(["main.py", "ratchet_tools.py"]);
     const learned = join(wf, "learnings", "py-add");
-    expect(
-      filesUnder(join(wf, "learnings"))
-        .filter((f) => !f.endsWith("script_metadata.json"))
-        .sort(),
-    ).toEqual(learnedBefore);
-    expect(readdirSync(learned).sort()).toEqual(["main.py", "script_metadata.json"]);
-    const meta = readJson(join(learned, "script_metadata.json"));
+    expect(filesUnder(join(wf, "learnings")).sort()).toEqual(learnedBefore);
+    expect(readdirSync(learned).sort()).toEqual(["main.py"]);
+    const meta = readJson(join(historyOf(wf, "py-add"), "script_metadata.json"));
     expect(meta).toMatchObject({ total_runs: 1, successful_runs: 1, script_version: 1 });
     expect(meta.script_sha256).toBe(
       createHash("sha256")
@@ -182,7 +179,7 @@ describe("scripts call tools through the run's bridge", () => {
     expect(saved.status, saved.stderr + saved.stdout).toBe(0);
     const one = json(saved);
     expect(one.steps[0]).toMatchObject({ outcome: "passed", tokens: 0 });
-    expect(readJson(join(wf, "execution", one.run_id, "py-add", "result.json")).sum).toBe(5);
+    expect(readJson(join(runsOf(wf), one.run_id, "py-add", "result.json")).sum).toBe(5);
   });
 
   test("a JavaScript main.mjs calls an MCP tool with callMcp under the Node permission model", async () => {
@@ -193,7 +190,7 @@ describe("scripts call tools through the run's bridge", () => {
     expect(run.steps[0]).toMatchObject({ step_id: "js-add", outcome: "passed", exit_code: 0, tokens: 0 });
     // Under the Node permission model where this Node has it: fetch to loopback is allowed.
     expect(run.steps[0]?.write_protection).toBe(run.write_protection.javascript);
-    const out = join(wf, "execution", run.run_id, "js-add");
+    const out = join(runsOf(wf), run.run_id, "js-add");
     expect(readJson(join(out, "result.json"))).toEqual({ sum: 5 });
     expect(readdirSync(join(out, "code")).sort()).toEqual(["main.mjs", "ratchet-tools.mjs"]);
     expect(existsSync(join(wf, "learnings", "js-add", "ratchet-tools.mjs"))).toBe(false);
@@ -208,7 +205,7 @@ describe("scripts call tools through the run's bridge", () => {
     expect(r.status, r.stderr + r.stdout).toBe(0);
     const run = json(r);
     expect(run.steps[0]).toMatchObject({ step_id: "custom", outcome: "passed", tokens: 0 });
-    expect(readJson(join(wf, "execution", run.run_id, "custom", "result.json"))).toEqual({
+    expect(readJson(join(runsOf(wf), run.run_id, "custom", "result.json"))).toEqual({
       upper: "RATCHET",
     });
     expect(ledgerStep(ws, run).log).toMatch(/bridge POST \/tools\/custom\/upper 200 /);
@@ -219,7 +216,7 @@ describe("scripts call tools through the run's bridge", () => {
     const r = await runStep(ws, wf, "scoped");
     expect(r.status, r.stderr + r.stdout).toBe(0);
     const run = json(r);
-    expect(readJson(join(wf, "execution", run.run_id, "scoped", "result.json"))).toEqual({
+    expect(readJson(join(runsOf(wf), run.run_id, "scoped", "result.json"))).toEqual({
       sum: 5,
       upper_status: 403,
     });
@@ -241,7 +238,7 @@ describe("scripts call tools through the run's bridge", () => {
     expect(step?.error).toContain(`script exited with 1: ${bridgeText}`);
     expect(step?.error).toMatch(/\(tools: .*\badd\b.*\becho\b/);
     expect(r.stderr).toContain(`step unknown-tool (script_failed): script exited with 1: ${bridgeText}`);
-    expect(readJson(join(wf, "learnings", "unknown-tool", "script_metadata.json"))).toMatchObject({
+    expect(readJson(join(historyOf(wf, "unknown-tool"), "script_metadata.json"))).toMatchObject({
       failed_runs: 1,
       recent_runs: [expect.objectContaining({ failure_reason: "execution_error", exit_code: 1 })],
     });
@@ -253,7 +250,7 @@ describe("scripts call tools through the run's bridge", () => {
     expect(r.status, r.stderr + r.stdout).toBe(0);
     const run = json(r);
     expect(run.steps[0]).toMatchObject({ step_id: "secret", outcome: "passed", tokens: 0 });
-    const out = join(wf, "execution", run.run_id, "secret");
+    const out = join(runsOf(wf), run.run_id, "secret");
     expect(readJson(join(out, "result.json"))).toEqual({ echoed_the_key: true });
     const token = readFileSync(join(out, "token.txt"), "utf8");
     expect(token).toMatch(/^[0-9a-f]{64}$/);
@@ -264,13 +261,10 @@ describe("scripts call tools through the run's bridge", () => {
     expect(log).toMatch(/mcp:echo-fixture\/echo -> .*\[REDACTED:SECRET_API_KEY\]/);
 
     // Everything in the workspace but the script's own token.txt: the db (and its -wal while it
-    // exists), blobs, the execution folder, learnings/ and script_metadata.json.
+    // exists), blobs, the run folders, learnings/ and script_metadata.json.
     const files = filesUnder(ws.dir).filter((f) => f !== join(out, "token.txt"));
     expect(files.map((f) => relative(ws.dir, f))).toEqual(
-      expect.arrayContaining([
-        ".ratchet/ratchet.db",
-        "workflows/bridge/learnings/secret/script_metadata.json",
-      ]),
+      expect.arrayContaining([".ratchet/ratchet.db", ".ratchet/scripts/bridge/secret/script_metadata.json"]),
     );
     for (const needle of [SECRET, token]) {
       const bytes = Buffer.from(needle);

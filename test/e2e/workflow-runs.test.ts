@@ -21,6 +21,7 @@ import {
   waitFor,
   withDb,
 } from "../helpers/cli.js";
+import { historyOf, runsOf } from "../helpers/run-home.js";
 
 const FIXTURES = join(ROOT, "test", "fixtures", "workflows");
 const SECRET = "tok-Zq81-not-for-logs-4242";
@@ -92,7 +93,7 @@ function filesUnder(dir: string): string[] {
 }
 
 function metadata(wfDir: string, step: string): Record<string, unknown> | undefined {
-  const p = join(wfDir, "learnings", step, "script_metadata.json");
+  const p = join(historyOf(wfDir, step), "script_metadata.json");
   return existsSync(p) ? (JSON.parse(readFileSync(p, "utf8")) as Record<string, unknown>) : undefined;
 }
 
@@ -146,8 +147,8 @@ describe("ratchet run: the fast path", () => {
       });
 
     // Outputs: variables and the group reached the script; the dependency folder came as argv.
-    const fetchDir = join(wf, "execution", run.run_id, "fetch");
-    const reportDir = join(wf, "execution", run.run_id, "report");
+    const fetchDir = join(runsOf(wf), run.run_id, "fetch");
+    const reportDir = join(runsOf(wf), run.run_id, "report");
     const orders = JSON.parse(readFileSync(join(fetchDir, "orders.json"), "utf8"));
     expect(orders.region).toBe("eu");
     expect(orders.orders).toHaveLength(2);
@@ -166,19 +167,14 @@ describe("ratchet run: the fast path", () => {
     expect(existsSync(join(reportDir, "code", "script_metadata.json"))).toBe(false);
     expect(existsSync(join(reportDir, "code", "__pycache__"))).toBe(false);
 
-    // Learnings: only script_metadata.json was written.
+    // Learnings: nothing was written in the workflow's folder; the run history is in the workspace.
     for (const [f, text] of learningsBefore) expect(readFileSync(f as string, "utf8")).toBe(text);
     const learnedNow = filesUnder(join(wf, "learnings"))
       .map((f) => relative(wf, f))
       .sort();
-    expect(learnedNow).toEqual(
-      [
-        "learnings/fetch/main.py",
-        "learnings/fetch/script_metadata.json",
-        "learnings/report/main.py",
-        "learnings/report/script_metadata.json",
-      ].sort(),
-    );
+    expect(learnedNow).toEqual(["learnings/fetch/main.py", "learnings/report/main.py"].sort());
+    expect(existsSync(join(wf, "execution"))).toBe(false);
+    expect(readdirSync(historyOf(wf, "report"))).toEqual(["script_metadata.json"]);
     expect(metadata(wf, "fetch")).toMatchObject({
       step_id: "fetch",
       total_runs: 1,
@@ -259,9 +255,9 @@ describe("ratchet run: the fast path", () => {
     expect(us.stdout).toMatch(/^write protection: python: /m);
     expect(us.stdout).toMatch(/passed: 2 step\(s\), 0 tokens/);
     const usRun = (us.stdout.match(/^run (run-\S+) of/m) ?? [])[1] as string;
-    expect(
-      JSON.parse(readFileSync(join(wf, "execution", usRun, "fetch", "orders.json"), "utf8")).region,
-    ).toBe("us");
+    expect(JSON.parse(readFileSync(join(runsOf(wf), usRun, "fetch", "orders.json"), "utf8")).region).toBe(
+      "us",
+    );
   });
 
   test("a secret the script prints is redacted everywhere Ratchet writes (db, WAL, blobs, logs, metadata, CLI output)", async () => {
@@ -363,7 +359,7 @@ for i in range(3000):
       expect(s.blocked?.error).toMatch(/static review blocked the saved script [\s\S]*R8/);
       expect(s["js-step"]).toMatchObject({ outcome: "passed", exit_code: 0, fast_path: true });
       expect(
-        JSON.parse(readFileSync(join(wf, "execution", runId, "js-step", "result.json"), "utf8")).language,
+        JSON.parse(readFileSync(join(runsOf(wf), runId, "js-step", "result.json"), "utf8")).language,
       ).toBe("javascript");
 
       // Metadata: recorded for scripts that ran, never for the ones that did not.
@@ -498,13 +494,13 @@ describe("crash safety", () => {
     const first = await ws.run(["run", wf]);
     expect(first.status, first.stderr).toBe(0);
     const scriptPath = join(wf, "learnings", "sleeper", "main.py");
-    const metaPath = join(wf, "learnings", "sleeper", "script_metadata.json");
+    const metaPath = join(historyOf(wf, "sleeper"), "script_metadata.json");
     const scriptBefore = readFileSync(scriptPath);
     const metaBefore = readFileSync(metaPath, "utf8");
 
     const running = startRatchet(["run", wf, "--var", "sleep=30", "--json"], { cwd: ws.dir });
     await waitFor(() => {
-      const exec = join(wf, "execution");
+      const exec = runsOf(wf);
       return readdirSync(exec).some(
         (d) =>
           existsSync(join(exec, d, "sleeper", "started.txt")) &&
@@ -568,10 +564,8 @@ describe("run-saved, runs, evidence, config, doctor", () => {
     const one = json<RunJson>(saved);
     expect(one).toMatchObject({ trigger: "run_saved", status: "passed" });
     expect(one.steps.map((s) => [s.step_id, s.outcome, s.tokens])).toEqual([["report", "passed", 0]]);
-    const report = JSON.parse(
-      readFileSync(join(wf, "execution", one.run_id, "report", "report.json"), "utf8"),
-    );
-    expect(report.input_dir).toBe(join(wf, "execution", full.run_id, "fetch"));
+    const report = JSON.parse(readFileSync(join(runsOf(wf), one.run_id, "report", "report.json"), "utf8"));
+    expect(report.input_dir).toBe(join(runsOf(wf), full.run_id, "fetch"));
     expect(metadata(wf, "report")).toMatchObject({ total_runs: 2, successful_runs: 2, failed_runs: 0 });
     expect(
       query(ws, "SELECT step_id FROM steps WHERE plan_id = ? AND role = 'regular'", one.plan_id),

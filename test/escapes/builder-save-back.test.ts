@@ -175,7 +175,7 @@ describe("escape: the Builder saves only the bytes that ran", () => {
     expect(allText(join(f.home, "learnings"))).not.toContain(SECRET);
     for (const q of model.requests()) expect(JSON.stringify(q.body)).not.toContain(SECRET);
     // Nor into the run folder (the attempt diffs of code/fix-diffs/ read main.py without following it).
-    expect(allText(join(f.home, "execution"))).not.toContain(SECRET);
+    expect(allText(join(f.ctx.workspace.dir, "runs"))).not.toContain(SECRET);
   });
 
   it("(c) a file of code/ over the size limit is refused, naming it", async () => {

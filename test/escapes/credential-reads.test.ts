@@ -6,11 +6,21 @@
  * Enforced by `ratchet-confine` v2 read roots (exec/read-roots.ts: never `$HOME`, never
  * `.ratchet/`): fails against the v1 binary, which confines writes only.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startScriptedModel } from "../../src/testing/scripted-model.js";
 import { assertBuilt, makeTempDir, query, ratchet, type TestWorkspace } from "../helpers/cli.js";
+import { runsOf } from "../helpers/run-home.js";
 import { calcSpec, GIT_IDENTITY, makeRepo } from "../helpers/runner-repo.js";
 import { attackWorkflow, filesContaining, found, runJson, workspace } from "./door-kit.js";
 
@@ -104,8 +114,8 @@ describe("credential reads", () => {
     ).toEqual(["passed"]);
     const got = found<Record<string, string>>(wf, run.run_id, "read");
     for (const name of ["ssh", "secrets", "store"]) expect(got[name], `${lang} ${name}`).toMatch(/^refused/);
-    expect(filesContaining(join(wf, "execution"), "FAKE KEY")).toEqual([]);
-    expect(filesContaining(join(wf, "execution"), SECRET)).toEqual([]);
+    expect(filesContaining(runsOf(wf), "FAKE KEY")).toEqual([]);
+    expect(filesContaining(runsOf(wf), SECRET)).toEqual([]);
   });
 
   it("sandbox.read_roots that would expose $HOME or .ratchet/ is refused naming the field; nothing is written", async () => {
@@ -123,6 +133,8 @@ describe("credential reads", () => {
     ] as const) {
       writeFileSync(config, JSON.stringify({ sandbox: { read_roots: roots } }));
       const before = query(ws, "SELECT count(*) AS n FROM plans")[0];
+      // The run home is the workspace's, shared with the other tests here: no new run folder.
+      const runsBefore = existsSync(runsOf(wf)) ? readdirSync(runsOf(wf)).sort() : [];
       const r = await ws.run(
         ["run", wf, "--json", "--var", "ssh=x", "--var", "secrets=x", "--var", "store=x"],
         {
@@ -132,6 +144,7 @@ describe("credential reads", () => {
       expect(r.status, r.stdout + r.stderr).toBe(2);
       expect(r.stderr + r.stdout).toContain(field);
       expect(query(ws, "SELECT count(*) AS n FROM plans")[0]).toEqual(before);
+      expect(existsSync(runsOf(wf)) ? readdirSync(runsOf(wf)).sort() : []).toEqual(runsBefore);
       expect(existsSync(join(wf, "execution"))).toBe(false);
     }
     rmSync(config);
@@ -193,7 +206,7 @@ describe("links planted in a saved script folder", () => {
     const run = runJson(r);
     expect(run.steps.map((s) => s.outcome)).toEqual(["missing_script"]);
     expect(run.steps[0]?.error).toMatch(/not a regular file/);
-    const exec = join(wf, "execution");
+    const exec = runsOf(wf);
     if (existsSync(exec)) expect(filesContaining(exec, SECRET)).toEqual([]);
     expect(r.stdout + r.stderr).not.toContain(SECRET);
   });

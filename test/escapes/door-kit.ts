@@ -7,6 +7,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type CliResult, makeWorkspace, ROOT, type TestWorkspace } from "../helpers/cli.js";
+import { runsOf } from "../helpers/run-home.js";
 
 export interface AttackStep {
   id: string;
@@ -65,7 +66,7 @@ export function runJson(r: CliResult): RunJson {
 
 /** The `found.json` a step's script wrote in run `runId`. */
 export function found<T = Record<string, unknown>>(home: string, runId: string, stepId: string): T {
-  return JSON.parse(readFileSync(join(home, "execution", runId, stepId, "found.json"), "utf8")) as T;
+  return JSON.parse(readFileSync(join(runsOf(home), runId, stepId, "found.json"), "utf8")) as T;
 }
 
 /** The attack scripts themselves (they hold the needle they hunt for). */

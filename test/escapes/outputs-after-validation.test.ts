@@ -12,6 +12,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { assertBuilt, sleep, type TestWorkspace } from "../helpers/cli.js";
+import { runsOf } from "../helpers/run-home.js";
 import { attackWorkflow, runJson, workspace } from "./door-kit.js";
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
@@ -74,7 +75,7 @@ describe("outputs after validation", () => {
       run.steps.map((s) => s.outcome),
       r.stderr,
     ).toEqual(["passed", "passed"]);
-    const exec = join(wf, "execution", run.run_id);
+    const exec = join(runsOf(wf), run.run_id);
     expect(readFileSync(join(exec, "reader", "found.json"), "utf8")).toBe(VALIDATED);
     // Give a surviving child every chance to strike, then look again.
     await sleep(2000);

@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { isGone, waitGone } from "../../src/testing/processes.js";
 import { assertBuilt, publish, sleep, startRatchet, type TestWorkspace, waitFor } from "../helpers/cli.js";
+import { runsOf } from "../helpers/run-home.js";
 import { attackWorkflow, workspace } from "./door-kit.js";
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
@@ -84,7 +85,7 @@ describe("step run supervision", () => {
     const cli = startRatchet(["run", wf, "--json"], { cwd: ws.dir });
     const pid = cli.child.pid as number;
     await waitFor(() => {
-      const exec = join(wf, "execution");
+      const exec = runsOf(wf);
       return (
         existsSync(exec) && readdirSync(exec).some((d) => existsSync(join(exec, d, "sleeper", "started.txt")))
       );
@@ -117,7 +118,7 @@ describe("step run supervision", () => {
     const cli = startRatchet(["run", wf, "--json", "--var", "sleep=60"], { cwd: ws.dir });
     const pid = cli.child.pid as number;
     await waitFor(() => {
-      const exec = join(wf, "execution");
+      const exec = runsOf(wf);
       return (
         existsSync(exec) && readdirSync(exec).some((d) => existsSync(join(exec, d, "sleeper", "started.txt")))
       );

@@ -9,9 +9,10 @@ import { join, sep } from "node:path";
 import { ErrorCode, RatchetError } from "../../core/index.js";
 import {
   diffsDir,
-  learningsDir,
+  historyDir,
   readMetadata,
   resolveMode,
+  runHomeOf,
   STEP_ID_PATTERN,
   savedScript,
   type Workflow,
@@ -109,7 +110,7 @@ export function scriptDetail(ctx: ServerContext, q: ServerQueries, workflowId: s
     mode: resolveMode(step, wf.defaults).mode,
     language: script?.language ?? null,
     source: script ? readFileSync(script.path, "utf8") : null,
-    metadata: readMetadata(learningsDir(wf, step.id)) ?? null,
+    metadata: readMetadata(historyDir(runHomeOf(ctx.workspace.dir), wf, step.id)) ?? null,
     diffs: diffList(wf, step.id),
     evidence: ctx.runs.evidence(wf.id, step.id),
   };
@@ -124,7 +125,7 @@ export const workflowRoutes: RouteGroup = (app, { ctx }) => {
     const wf = findWorkflow(ctx, q, c.req.param("workflowId"));
     const steps = wf.steps.map((s) => {
       const script = savedScript(wf, s.id);
-      const meta = readMetadata(learningsDir(wf, s.id));
+      const meta = readMetadata(historyDir(runHomeOf(ctx.workspace.dir), wf, s.id));
       return {
         step_id: s.id,
         description: s.description,
