@@ -1,0 +1,17 @@
+/** The workspace daemon (docs/daemon.md): the resident server and its tiny client. */
+export { type ClientOutcome, clientMain, type Fallback } from "./client.js";
+export { buildIdOf, ownerOnly, trustedFolder } from "./files.js";
+export { daemonMain, idleMsOf } from "./main.js";
+export {
+  DEFAULT_IDLE_MS,
+  IDLE_ENV,
+  isServedCommand,
+  LOCK_FILE,
+  LOG_FILE,
+  NO_DAEMON_ENV,
+  PROTOCOL_VERSION,
+  RefusalReason,
+  SERVED_COMMANDS,
+  SOCKET_FILE,
+} from "./protocol.js";
+export { type DaemonOptions, runDaemon } from "./server.js";
