@@ -27,13 +27,14 @@ export function trustedFolder(dir: string, uid: number): boolean {
 
 /**
  * The build id of the daemon code at `file` (dist/bundle/daemon.cjs): its inode, size and
- * modification time. A rebuild swaps in a new bundle folder (scripts/bundle.mjs), so every build
+ * modification time in ns. A rebuild swaps in a new bundle folder (scripts/bundle.mjs), so every build
  * has a new id; undefined when the file is missing.
  */
 export function buildIdOf(file: string): string | undefined {
   try {
-    const st = statSync(file);
-    return `${st.dev}:${st.ino}:${st.size}:${Math.floor(st.mtimeMs)}`;
+    // Whole numbers only (mtime in ns), so native/client.c computes the very same string.
+    const st = statSync(file, { bigint: true });
+    return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}`;
   } catch {
     return undefined;
   }

@@ -4,13 +4,17 @@ export { buildIdOf, ownerOnly, trustedFolder } from "./files.js";
 export { daemonMain, idleMsOf } from "./main.js";
 export {
   DEFAULT_IDLE_MS,
+  type Hello,
   IDLE_ENV,
   isServedCommand,
   LOCK_FILE,
   LOG_FILE,
   NO_DAEMON_ENV,
   PROTOCOL_VERSION,
+  type Refusal,
   RefusalReason,
+  type Reply,
+  type Request,
   SERVED_COMMANDS,
   SOCKET_FILE,
 } from "./protocol.js";

@@ -15,6 +15,7 @@ import {
   lstatSync,
   openSync,
   readFileSync,
+  realpathSync,
   statSync,
   utimesSync,
   writeFileSync,
@@ -23,6 +24,7 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
+import { buildIdOf, type Request } from "../../src/daemon/index.js";
 import {
   assertBuilt,
   DAEMON_ON,
@@ -37,7 +39,7 @@ import {
   waitFor,
   withDb,
 } from "../helpers/cli.js";
-import { daemonLog, daemonPids, servedSoFar, stopDaemon, waitForDaemon } from "../helpers/daemon.js";
+import { daemonLog, daemonPids, runVia, servedSoFar, stopDaemon, waitForDaemon } from "../helpers/daemon.js";
 
 // Generous bounds for a loaded 2-core machine (these spawn many processes); they are not timings.
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 60_000 });
@@ -75,94 +77,104 @@ async function warm(ws: TestWorkspace): Promise<number> {
 
 const th = (title: string) => ({ title, type: "THINKING" });
 
-describe("through the daemon, a command prints and exits exactly as in-process", () => {
-  test("successes, refusals, bad input, missing things: same stdout, stderr and status", async () => {
-    const ws = await workspace("same");
-    await warm(ws);
-    const p = await publish(ws, { goal: "same bytes", steps: [th("a"), th("b"), th("c"), th("d")] });
-    const [A, B, C, D] = p.step_ids as [string, string, string, string];
-    writeFileSync(join(ws.dir, "bad.json"), "{ not json");
-    writeFileSync(join(ws.dir, "notes.txt"), "{}");
-    // Pairs run one way then the other on fresh targets, or on the same state when they refuse.
-    const cases: [string[], string[], string?][] = [
-      [
-        ["step", "start", A],
-        ["step", "start", B],
-      ],
-      [
-        ["step", "log", A, "--text", "hello"],
-        ["step", "log", B, "--text", "hello"],
-      ],
-      [
-        ["step", "complete", A, "--summary", "ok"],
-        ["step", "complete", B, "--summary", "ok"],
-      ],
-      [
-        ["step", "start", A],
-        ["step", "start", A],
-      ], // refused: COMPLETED → IN_PROGRESS
-      [["step", "start", "-"], ["step", "start", "-"], JSON.stringify({ step_id: "ghost-A" })],
-      [["step", "start", "-"], ["step", "start", "-"], "{ nope"],
-      [
-        ["step", "start", "bad.json"],
-        ["step", "start", "bad.json"],
-      ],
-      [
-        ["step", "start", "missing.json"],
-        ["step", "start", "missing.json"],
-      ],
-      [
-        ["step", "start", "notes.txt"],
-        ["step", "start", "notes.txt"],
-      ],
-      [
-        ["step", "start"],
-        ["step", "start"],
-      ],
-      [
-        ["step", "complete", C, "--bogus", "x"],
-        ["step", "complete", C, "--bogus", "x"],
-      ],
-      [
-        ["metric", "record", "-"],
-        ["metric", "record", "-"],
-        JSON.stringify({ name: "m", value: 1, project: "nope" }),
-      ],
-      [["plan", "finish", "-"], ["plan", "finish", "-"], JSON.stringify({ plan_id: "nope" })],
-      [
-        ["step", "start", C, "--lease-seconds", "60"],
-        ["step", "start", D, "--lease-seconds", "60"],
-      ],
-    ];
-    const norm = (s: string) =>
-      s
-        .replaceAll(`${p.plan_id}-B`, "<S>")
-        .replaceAll(`${p.plan_id}-A`, "<S>")
-        .replaceAll(`${p.plan_id}-C`, "<S>")
-        .replaceAll(`${p.plan_id}-D`, "<S>")
-        .replace(/"\d+@/g, '"<pid>@')
-        .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z/g, "<time>");
-    const before = servedSoFar(ws);
-    for (const [viaDaemon, inProcess, input] of cases) {
-      const a = await on(ws, viaDaemon, input);
-      const b = await off(ws, inProcess, input);
-      const what = `${viaDaemon.join(" ")} vs ${inProcess.join(" ")}`;
-      expect(a.status, what).toBe(b.status);
-      expect(norm(a.stdout), what).toBe(norm(b.stdout));
-      expect(norm(a.stderr), what).toBe(norm(b.stderr));
-    }
-    // The lease is the calling process's, as in-process (not the daemon's).
-    const [leased] = query<{ lease_holder: string }>(
-      ws,
-      "SELECT lease_holder FROM steps WHERE step_id = ?",
-      C,
-    );
-    expect(leased?.lease_holder).toMatch(/^\d+@/);
-    expect(leased?.lease_holder).not.toBe(`${daemonPids(ws)[0]}@`);
-    // Every daemon-side command of the list went through the daemon.
-    expect((await stopDaemon(ws)) - before).toBeGreaterThanOrEqual(cases.length);
-  });
-});
+describe.each(["node", "native"] as const)(
+  "through the daemon (%s client), a command prints and exits exactly as in-process",
+  (client) => {
+    test("successes, refusals, bad input, missing things: same stdout, stderr and status", async () => {
+      const ws = await workspace("same");
+      const on = (ws: TestWorkspace, args: string[], input?: string) =>
+        runVia(client, args, { cwd: ws.dir, env: DAEMON_ON, ...(input !== undefined ? { input } : {}) });
+      await warm(ws);
+      const p = await publish(ws, { goal: "same bytes", steps: [th("a"), th("b"), th("c"), th("d")] });
+      const [A, B, C, D] = p.step_ids as [string, string, string, string];
+      writeFileSync(join(ws.dir, "bad.json"), "{ not json");
+      writeFileSync(join(ws.dir, "notes.txt"), "{}");
+      // Pairs run one way then the other on fresh targets, or on the same state when they refuse.
+      const cases: [string[], string[], string?][] = [
+        [
+          ["step", "start", A],
+          ["step", "start", B],
+        ],
+        [
+          ["step", "log", A, "--text", "hello"],
+          ["step", "log", B, "--text", "hello"],
+        ],
+        [
+          ["step", "complete", A, "--summary", "ok"],
+          ["step", "complete", B, "--summary", "ok"],
+        ],
+        [
+          ["step", "start", A],
+          ["step", "start", A],
+        ], // refused: COMPLETED → IN_PROGRESS
+        [["step", "start", "-"], ["step", "start", "-"], JSON.stringify({ step_id: "ghost-A" })],
+        [["step", "start", "-"], ["step", "start", "-"], "{ nope"],
+        [
+          ["step", "start", "bad.json"],
+          ["step", "start", "bad.json"],
+        ],
+        [
+          ["step", "start", "missing.json"],
+          ["step", "start", "missing.json"],
+        ],
+        [
+          ["step", "start", "notes.txt"],
+          ["step", "start", "notes.txt"],
+        ],
+        [
+          ["step", "start"],
+          ["step", "start"],
+        ],
+        [
+          ["step", "complete", C, "--bogus", "x"],
+          ["step", "complete", C, "--bogus", "x"],
+        ],
+        [
+          ["metric", "record", "-"],
+          ["metric", "record", "-"],
+          JSON.stringify({ name: "m", value: 1, project: "nope" }),
+        ],
+        [["plan", "finish", "-"], ["plan", "finish", "-"], JSON.stringify({ plan_id: "nope" })],
+        [
+          ["step", "start", C, "--lease-seconds", "60"],
+          ["step", "start", D, "--lease-seconds", "60"],
+        ],
+        // Quoting both ways: JSON escapes, control characters, non-ASCII, astral characters.
+        [
+          ["step", "log", C, "--text", 'quotes " \\ tab\t é 😀 \u0001\nline'],
+          ["step", "log", D, "--text", 'quotes " \\ tab\t é 😀 \u0001\nline'],
+        ],
+      ];
+      const norm = (s: string) =>
+        s
+          .replaceAll(`${p.plan_id}-B`, "<S>")
+          .replaceAll(`${p.plan_id}-A`, "<S>")
+          .replaceAll(`${p.plan_id}-C`, "<S>")
+          .replaceAll(`${p.plan_id}-D`, "<S>")
+          .replace(/"\d+@/g, '"<pid>@')
+          .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z/g, "<time>");
+      const before = servedSoFar(ws);
+      for (const [viaDaemon, inProcess, input] of cases) {
+        const a = await on(ws, viaDaemon, input);
+        const b = await off(ws, inProcess, input);
+        const what = `${viaDaemon.join(" ")} vs ${inProcess.join(" ")}`;
+        expect(a.status, what).toBe(b.status);
+        expect(norm(a.stdout), what).toBe(norm(b.stdout));
+        expect(norm(a.stderr), what).toBe(norm(b.stderr));
+      }
+      // The lease is the calling process's, as in-process (not the daemon's).
+      const [leased] = query<{ lease_holder: string }>(
+        ws,
+        "SELECT lease_holder FROM steps WHERE step_id = ?",
+        C,
+      );
+      expect(leased?.lease_holder).toMatch(/^\d+@/);
+      expect(leased?.lease_holder).not.toBe(`${daemonPids(ws)[0]}@`);
+      // Every daemon-side command of the list went through the daemon.
+      expect((await stopDaemon(ws)) - before).toBeGreaterThanOrEqual(cases.length);
+    });
+  },
+);
 
 describe("guarantees through the daemon", () => {
   test("8 writer processes, one process per op, racing through one daemon: every outcome, exact counts", async () => {
@@ -235,52 +247,57 @@ describe("guarantees through the daemon", () => {
     expect((await stopDaemon(ws)) - servedBefore).toBe(total);
   });
 
-  test("kill -9 of the daemon in the middle of a write: the client reports it, nothing half-written, the next command starts a new daemon", async () => {
-    const ws = await workspace("kill");
-    const p = await publish(ws, { goal: "kill me", steps: [th("a"), th("b")] });
-    const [A, B] = p.step_ids as [string, string];
-    const pid = await warm(ws);
-    const before = snapshot(ws);
-    // Hold the write lock so the daemon's op blocks inside its transaction's BEGIN.
-    const holder = new Database(ws.dbPath);
-    holder.exec("BEGIN IMMEDIATE");
-    let released = false;
-    try {
-      const client = startRatchet(["step", "start", A], { cwd: ws.dir, env: DAEMON_ON });
-      // The daemon sleeps in SQLite's busy handler once it runs the op (its event loop otherwise
-      // waits in epoll).
-      await waitFor(
-        () => readFileSync(`/proc/${pid}/wchan`, "utf8").includes("nanosleep"),
-        "the daemon to wait for the write lock",
-      );
-      process.kill(pid, "SIGKILL");
-      const r = await client.done;
-      expect(r.status).toBe(1);
-      expect(r.stderr).toMatch(/the daemon ended before answering; the op may or may not have been applied/);
-      expect(r.marker).toMatchObject({ ok: false, code: "daemon_lost", ambiguous: true, exit_status: 1 });
-      holder.exec("ROLLBACK");
-      released = true;
-    } finally {
-      if (!released) holder.exec("ROLLBACK");
-      holder.close();
-    }
-    // Nothing half-written: the store is as before the write, intact.
-    expect(snapshot(ws)).toEqual(before);
-    expect(query(ws, "SELECT status FROM steps WHERE step_id = ?", A)).toEqual([{ status: "PENDING" }]);
-    expect(withDb(ws, (db) => db.pragma("integrity_check", { simple: true }))).toBe("ok");
-    // The socket of the dead daemon is still there: the next command is refused by it, runs
-    // in-process, and starts a new daemon, which removes the stale socket.
-    expect(lstatSync(join(ws.ratchetDir, "daemon.sock")).isSocket()).toBe(true);
-    const next = await on(ws, ["step", "start", A]);
-    expect(next.status, next.stderr).toBe(0);
-    const fresh = await waitForDaemon(ws);
-    expect(fresh).not.toBe(pid);
-    expect(daemonLog(ws)).toContain("removed a stale socket");
-    const served = servedSoFar(ws);
-    const viaNew = await on(ws, ["step", "start", B]);
-    expect(viaNew.status, viaNew.stderr).toBe(0);
-    expect((await stopDaemon(ws)) - served).toBe(1);
-  });
+  test.each(["node", "native"] as const)(
+    "kill -9 of the daemon in the middle of a write (%s client): the client reports it, nothing half-written, the next command starts a new daemon",
+    async (via) => {
+      const ws = await workspace("kill");
+      const p = await publish(ws, { goal: "kill me", steps: [th("a"), th("b")] });
+      const [A, B] = p.step_ids as [string, string];
+      const pid = await warm(ws);
+      const before = snapshot(ws);
+      // Hold the write lock so the daemon's op blocks inside its transaction's BEGIN.
+      const holder = new Database(ws.dbPath);
+      holder.exec("BEGIN IMMEDIATE");
+      let released = false;
+      try {
+        const client = { done: runVia(via, ["step", "start", A], { cwd: ws.dir, env: DAEMON_ON }) };
+        // The daemon sleeps in SQLite's busy handler once it runs the op (its event loop otherwise
+        // waits in epoll).
+        await waitFor(
+          () => readFileSync(`/proc/${pid}/wchan`, "utf8").includes("nanosleep"),
+          "the daemon to wait for the write lock",
+        );
+        process.kill(pid, "SIGKILL");
+        const r = await client.done;
+        expect(r.status).toBe(1);
+        expect(r.stderr).toMatch(
+          /the daemon ended before answering; the op may or may not have been applied/,
+        );
+        expect(r.marker).toMatchObject({ ok: false, code: "daemon_lost", ambiguous: true, exit_status: 1 });
+        holder.exec("ROLLBACK");
+        released = true;
+      } finally {
+        if (!released) holder.exec("ROLLBACK");
+        holder.close();
+      }
+      // Nothing half-written: the store is as before the write, intact.
+      expect(snapshot(ws)).toEqual(before);
+      expect(query(ws, "SELECT status FROM steps WHERE step_id = ?", A)).toEqual([{ status: "PENDING" }]);
+      expect(withDb(ws, (db) => db.pragma("integrity_check", { simple: true }))).toBe("ok");
+      // The socket of the dead daemon is still there: the next command is refused by it, runs
+      // in-process, and starts a new daemon, which removes the stale socket.
+      expect(lstatSync(join(ws.ratchetDir, "daemon.sock")).isSocket()).toBe(true);
+      const next = await on(ws, ["step", "start", A]);
+      expect(next.status, next.stderr).toBe(0);
+      const fresh = await waitForDaemon(ws);
+      expect(fresh).not.toBe(pid);
+      expect(daemonLog(ws)).toContain("removed a stale socket");
+      const served = servedSoFar(ws);
+      const viaNew = await on(ws, ["step", "start", B]);
+      expect(viaNew.status, viaNew.stderr).toBe(0);
+      expect((await stopDaemon(ws)) - served).toBe(1);
+    },
+  );
 
   test("two daemons never serve one workspace: started together, one serves and the other leaves", async () => {
     const ws = await workspace("two");
@@ -403,5 +420,113 @@ describe("what the client trusts", () => {
     await waitForDaemon(other);
     other.remove();
     await waitFor(() => daemonPids(other).length === 0, "the daemon of a removed workspace to exit");
+  });
+});
+
+describe.each(["node", "native"] as const)("the %s client against a daemon that misbehaves", (client) => {
+  type Behaviour = "close-at-once" | "refuse" | "close-after-request" | "other-build" | "reply";
+  const REPLY = { status: 7, stdout: 'out "é" 😀\n\u0001{"x":1}\n', stderr: "err \\ \t line\n" };
+
+  /** A stand-in daemon on the workspace's socket; the real daemon is kept out by holding its lock. */
+  async function withFake(ws: TestWorkspace, behave: Behaviour, fn: (requests: Request[]) => Promise<void>) {
+    const lock = new Database(join(ws.ratchetDir, "daemon.lock"), { timeout: 0 });
+    lock.pragma("journal_mode = DELETE");
+    lock.exec("BEGIN EXCLUSIVE");
+    const requests: Request[] = [];
+    const build = behave === "other-build" ? "0:0:0:0" : buildIdOf(DAEMON_FILE);
+    const server = createServer((c) => {
+      if (behave === "close-at-once") return void c.destroy();
+      c.write(`${JSON.stringify({ ratchet_daemon: 1, build, pid: 1 })}\n`);
+      let buf = "";
+      c.setEncoding("utf8").on("data", (chunk: string) => {
+        buf += chunk;
+        if (!buf.includes("\n")) return;
+        requests.push(JSON.parse(buf.slice(0, buf.indexOf("\n"))) as Request);
+        if (behave === "refuse") c.end(`${JSON.stringify({ refused: "not_served" })}\n`);
+        else if (behave === "reply") c.end(`${JSON.stringify(REPLY)}\n`);
+        else c.destroy();
+      });
+    });
+    await new Promise<void>((r) => server.listen(join(ws.ratchetDir, "daemon.sock"), r));
+    try {
+      await fn(requests);
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+      lock.close();
+    }
+  }
+
+  async function setup(prefix: string) {
+    const ws = await workspace(`${client}-${prefix}`);
+    const p = await publish(ws, { goal: prefix, steps: [th("a")] });
+    return { ws, A: (p.step_ids as string[])[0] as string };
+  }
+  const status = (ws: TestWorkspace, id: string) =>
+    query<{ status: string }>(ws, "SELECT status FROM steps WHERE step_id = ?", id)[0]?.status;
+  const run = (ws: TestWorkspace, A: string) =>
+    runVia(client, ["step", "start", "-"], {
+      cwd: ws.dir,
+      input: JSON.stringify({ step_id: A }),
+      env: { ...DAEMON_ON, DAEMON_TEST_MARK: "mark ✓" },
+    });
+
+  test("closed before its hello: nothing was sent, the command runs in-process with its stdin", async () => {
+    const { ws, A } = await setup("hello");
+    await withFake(ws, "close-at-once", async (requests) => {
+      const r = await run(ws, A);
+      expect(r.status, r.stderr).toBe(0);
+      expect(requests).toEqual([]);
+    });
+    expect(status(ws, A)).toBe("IN_PROGRESS");
+  });
+
+  test("a hello of another build: nothing is sent, the command runs in-process", async () => {
+    const { ws, A } = await setup("build");
+    await withFake(ws, "other-build", async (requests) => {
+      expect((await run(ws, A)).status).toBe(0);
+      expect(requests).toEqual([]);
+    });
+    expect(status(ws, A)).toBe("IN_PROGRESS");
+  });
+
+  test("a refusal after the request: the command runs in-process with the same stdin; the request was complete", async () => {
+    const { ws, A } = await setup("refuse");
+    await withFake(ws, "refuse", async (requests) => {
+      const r = await run(ws, A);
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.marker).toMatchObject({ ok: true, op: "start-step", step_id: A });
+      expect(requests).toHaveLength(1);
+      const [req] = requests as [Request];
+      expect(req.args).toEqual(["step", "start", "-"]);
+      expect(req.cwd).toBe(realpathSync(ws.dir));
+      expect(req.env.DAEMON_TEST_MARK).toBe("mark ✓");
+      expect(Buffer.from(req.stdin ?? "", "base64").toString("utf8")).toBe(JSON.stringify({ step_id: A }));
+      expect(req.stdinIsTTY).toBe(false);
+      expect(req.build).toBe(buildIdOf(DAEMON_FILE));
+    });
+    expect(status(ws, A)).toBe("IN_PROGRESS");
+  });
+
+  test("the connection lost after the request: exit 1, daemon_lost, and no second attempt", async () => {
+    const { ws, A } = await setup("lost");
+    await withFake(ws, "close-after-request", async (requests) => {
+      const r = await run(ws, A);
+      expect(r.status).toBe(1);
+      expect(r.marker).toMatchObject({ ok: false, code: "daemon_lost", ambiguous: true });
+      expect(r.stderr).toContain("the op may or may not have been applied");
+      expect(requests).toHaveLength(1);
+    });
+    expect(status(ws, A)).toBe("PENDING");
+  });
+
+  test("a reply is printed byte for byte with its exit status", async () => {
+    const { ws, A } = await setup("reply");
+    await withFake(ws, "reply", async () => {
+      const r = await run(ws, A);
+      expect(r.status).toBe(REPLY.status);
+      expect(r.stdout).toBe(REPLY.stdout);
+      expect(r.stderr).toBe(REPLY.stderr);
+    });
+    expect(status(ws, A)).toBe("PENDING");
   });
 });

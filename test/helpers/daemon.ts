@@ -2,9 +2,10 @@
  * Helpers for tests of the workspace daemon (docs/daemon.md): its pid, its log, stopping it, and
  * the daemon processes alive for a workspace (read from /proc, so nothing is guessed).
  */
+import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { waitFor } from "./cli.js";
+import { type CliResult, childEnv, parseMarker, ROOT, waitFor } from "./cli.js";
 
 export const daemonLog = (ws: { ratchetDir: string }): string => {
   const path = join(ws.ratchetDir, "daemon.log");
@@ -54,4 +55,46 @@ export async function stopDaemon(ws: { ratchetDir: string }): Promise<number> {
   for (const pid of daemonPids(ws)) process.kill(pid, "SIGTERM");
   await waitFor(() => daemonPids(ws).length === 0, "the daemon to stop");
   return servedSoFar(ws);
+}
+
+/** The two entry points of the CLI: `node bin/ratchet.js` and `bin/ratchet` (the native client first). */
+export const CLIENTS = {
+  node: [process.execPath, join(ROOT, "bin", "ratchet.js")],
+  native: [join(ROOT, "bin", "ratchet")],
+} as const;
+export type ClientName = keyof typeof CLIENTS;
+
+/** Runs `ratchet …args` through the entry point `client` (same environment rules as cli.ts). */
+export function runVia(
+  client: ClientName,
+  args: readonly string[],
+  opts: { cwd: string; input?: string; env?: Record<string, string | undefined> },
+): Promise<CliResult> {
+  const [cmd, ...pre] = CLIENTS[client];
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, [...pre, ...args], { cwd: opts.cwd, env: childEnv(opts.env) });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (c: string) => {
+      stdout += c;
+    });
+    child.stderr.setEncoding("utf8").on("data", (c: string) => {
+      stderr += c;
+    });
+    child.stdin.on("error", () => {});
+    child.stdin.end(opts.input);
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    child.on("error", reject);
+    child.on("close", (status, signal) => {
+      clearTimeout(timer);
+      resolve({
+        status,
+        signal,
+        stdout,
+        stderr,
+        lines: stdout.split("\n").filter((l) => l.trim() !== ""),
+        marker: parseMarker(stdout),
+      });
+    });
+  });
 }
