@@ -27,6 +27,7 @@ import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { buildIdOf, type Request } from "../../src/daemon/index.js";
 import {
   assertBuilt,
+  childEnv,
   DAEMON_ON,
   makeWorkspace,
   publish,
@@ -39,7 +40,15 @@ import {
   waitFor,
   withDb,
 } from "../helpers/cli.js";
-import { daemonLog, daemonPids, runVia, servedSoFar, stopDaemon, waitForDaemon } from "../helpers/daemon.js";
+import {
+  CLIENTS,
+  daemonLog,
+  daemonPids,
+  runVia,
+  servedSoFar,
+  stopDaemon,
+  waitForDaemon,
+} from "../helpers/daemon.js";
 
 // Generous bounds for a loaded 2-core machine (these spawn many processes); they are not timings.
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 60_000 });
@@ -528,5 +537,29 @@ describe.each(["node", "native"] as const)("the %s client against a daemon that 
       expect(r.stderr).toBe(REPLY.stderr);
     });
     expect(status(ws, A)).toBe("PENDING");
+  });
+});
+
+describe.each(["node", "native"] as const)("a reader that went away (%s client)", (client) => {
+  test("stdout closed before the reply: the op is committed and the status kept, no error", async () => {
+    const ws = await workspace(`${client}-epipe`);
+    await warm(ws);
+    const [cmd, ...pre] = CLIENTS[client];
+    const child = spawn(cmd, [...pre, "plan", "publish", "-"], {
+      cwd: ws.dir,
+      env: childEnv(DAEMON_ON),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    child.stdout.destroy();
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (c: string) => {
+      stderr += c;
+    });
+    child.stdin.end(JSON.stringify({ goal: "nobody reads this", steps: [th("a")] }));
+    const code = await new Promise<number | null>((r) => child.on("close", (c) => r(c)));
+    expect(code, stderr).toBe(0);
+    expect(stderr).not.toMatch(/EPIPE|internal error|cannot write/);
+    expect(query(ws, "SELECT goal FROM plans")).toEqual([{ goal: "nobody reads this" }]);
+    expect((await stopDaemon(ws)) >= 1).toBe(true);
   });
 });
