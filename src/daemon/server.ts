@@ -88,6 +88,25 @@ export async function runDaemon(opts: DaemonOptions): Promise<number> {
   }
 }
 
+/**
+ * Runs `fn` with `process.env` holding exactly `env` (the caller's), then restores the daemon's
+ * own. Flows read the environment as in-process (the publishing session's id, the extensions
+ * file, `HOME`); commands run one at a time, so no other command sees the swap.
+ */
+async function withEnv<T>(env: Record<string, string>, fn: () => Promise<T>): Promise<T> {
+  const own = { ...process.env };
+  const replace = (next: Record<string, string | undefined>) => {
+    for (const k of Object.keys(process.env)) if (!(k in next)) delete process.env[k];
+    for (const [k, v] of Object.entries(next)) if (typeof v === "string") process.env[k] = v;
+  };
+  replace(env);
+  try {
+    return await fn();
+  } finally {
+    replace(own);
+  }
+}
+
 function statOrUndefined(path: string) {
   try {
     return lstatSync(path);
@@ -301,10 +320,12 @@ class Daemon {
     };
     let status: number;
     try {
-      status = await withCommandIo(io, () =>
-        runFlowCommand(flow.op, flow.args, {
-          context: { workspace: this.ws, store: this.#store, blobs: this.#blobs, ledger },
-        }),
+      status = await withEnv(req.env, () =>
+        withCommandIo(io, () =>
+          runFlowCommand(flow.op, flow.args, {
+            context: { workspace: this.ws, store: this.#store, blobs: this.#blobs, ledger },
+          }),
+        ),
       );
     } catch (e) {
       // What bin/ratchet.js prints for an error that escaped the command.

@@ -171,6 +171,19 @@ describe.each(["node", "native"] as const)(
         expect(norm(a.stdout), what).toBe(norm(b.stdout));
         expect(norm(a.stderr), what).toBe(norm(b.stderr));
       }
+      // The caller's environment, as in-process: the publishing session's id comes from it.
+      const session = await runVia(client, ["plan", "publish", "-"], {
+        cwd: ws.dir,
+        env: { ...DAEMON_ON, CLAUDE_SESSION_ID: `sess-${client}` },
+        input: JSON.stringify({ goal: "session", steps: [th("x")] }),
+      });
+      expect(session.marker, session.stderr).toMatchObject({ ok: true, session_id: `sess-${client}` });
+      const publishNone = JSON.stringify({ goal: "none", steps: [th("x")] });
+      const [viaDaemon, inProcess] = [
+        await on(ws, ["plan", "publish", "-"], publishNone),
+        await off(ws, ["plan", "publish", "-"], publishNone),
+      ];
+      expect(viaDaemon.marker?.session_id).toBe(inProcess.marker?.session_id);
       // The lease is the calling process's, as in-process (not the daemon's).
       const [leased] = query<{ lease_holder: string }>(
         ws,
