@@ -9,22 +9,33 @@
 import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
 
-const source = "native/confine.c";
-const target = "dist/native/ratchet-confine";
-const next = `${target}.next-${process.pid}`;
-
 if (process.platform !== "linux") process.exit(0);
-if (existsSync(target) && statSync(target).mtimeMs >= statSync(source).mtimeMs) process.exit(0);
-mkdirSync("dist/native", { recursive: true });
-const cc = process.env.CC || "cc";
-const common = ["-O2", "-Wall", "-Wextra", "-o", next, source];
-let r = spawnSync(cc, ["-static", ...common], { encoding: "utf8" });
-if (r.status !== 0) r = spawnSync(cc, common, { encoding: "utf8" });
-if (r.status !== 0) {
-  rmSync(next, { force: true });
-  const why = r.error ? r.error.message : (r.stderr || "").trim().split("\n").slice(-3).join(" / ");
-  console.warn(`ratchet-confine not built (${why}); Python scripts will use bubblewrap where available`);
-  process.exit(0);
+
+/** Compiles `source` into `target` unless it is up to date; returns whether the binary exists. */
+function buildBinary(source, target, what) {
+  const next = `${target}.next-${process.pid}`;
+  if (existsSync(target) && statSync(target).mtimeMs >= statSync(source).mtimeMs) return true;
+  mkdirSync("dist/native", { recursive: true });
+  const cc = process.env.CC || "cc";
+  const common = ["-O2", "-Wall", "-Wextra", "-o", next, source];
+  let r = spawnSync(cc, ["-static", ...common], { encoding: "utf8" });
+  if (r.status !== 0) r = spawnSync(cc, common, { encoding: "utf8" });
+  if (r.status !== 0) {
+    rmSync(next, { force: true });
+    const why = r.error ? r.error.message : (r.stderr || "").trim().split("\n").slice(-3).join(" / ");
+    console.warn(`${target} not built (${why}); ${what}`);
+    return false;
+  }
+  chmodSync(next, 0o755);
+  renameSync(next, target);
+  return true;
 }
-chmodSync(next, 0o755);
-renameSync(next, target);
+
+buildBinary(
+  "native/confine.c",
+  "dist/native/ratchet-confine",
+  "Python scripts will use bubblewrap where available",
+);
+// The native client of the workspace daemon (docs/daemon.md): bin/ratchet runs it first, so a
+// ledger write from a shell costs no Node start-up when a daemon serves the workspace.
+buildBinary("native/client.c", "dist/native/ratchet-client", "bin/ratchet runs node bin/ratchet.js directly");

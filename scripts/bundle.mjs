@@ -59,6 +59,29 @@ await build({
     chunkFileNames: "hook-[name]-[hash].cjs",
   },
 });
+// The workspace daemon (docs/daemon.md): its client is what `ratchet <write flow>` loads first, so
+// it is built alone with Node built-ins only; the daemon is a bundle of its own (its file's
+// identity is the build id a client and a daemon compare).
+await build({
+  input: { client: "dist/daemon/client.js" },
+  platform: "node",
+  external: [/^node:/],
+  logLevel: "warn",
+  output: { dir: next, format: "cjs", sourcemap: false, entryFileNames: "[name].cjs" },
+});
+await build({
+  input: { daemon: "dist/daemon/run.js" },
+  platform: "node",
+  external: ["better-sqlite3", "yaml", "web-tree-sitter", "typescript", /^node:/],
+  logLevel: "warn",
+  output: {
+    dir: next,
+    format: "cjs",
+    sourcemap: false,
+    entryFileNames: "[name].cjs",
+    chunkFileNames: "daemon-[name]-[hash].cjs",
+  },
+});
 try {
   renameSync("dist/bundle", old);
 } catch {

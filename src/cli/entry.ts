@@ -6,7 +6,7 @@
  * the same shape too: both paths call the same `runWriteFlow`.
  */
 import { FLOWS, type Op } from "../ledger/index.js";
-import { finalStatus, guardStdio } from "./io.js";
+import { finalStatus, guardStdio, useStdinBytes } from "./io.js";
 import { runFlowCommand } from "./write-flows.js";
 
 /** `<group> <verb>` → marker op of every write flow (from FLOWS). */
@@ -45,9 +45,16 @@ export function plainWriteFlow(
   };
 }
 
-/** Runs the CLI with `argv` (as `process.argv`) and returns the exit status. */
-export async function main(argv: readonly string[] = process.argv): Promise<number> {
+/**
+ * Runs the CLI with `argv` (as `process.argv`) and returns the exit status. `opts.stdin`: the bytes
+ * of standard input when the daemon client (src/daemon/client.ts) already read them.
+ */
+export async function main(
+  argv: readonly string[] = process.argv,
+  opts: { stdin?: Buffer } = {},
+): Promise<number> {
   guardStdio();
+  if (opts.stdin) useStdinBytes(opts.stdin);
   const flow = plainWriteFlow(argv.slice(2));
   if (flow)
     return finalStatus(

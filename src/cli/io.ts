@@ -16,7 +16,7 @@ export function readInputText(source: string): string {
   if (source === "-") {
     let bytes: Buffer;
     try {
-      bytes = readFileSync(0);
+      bytes = current ? current.stdin() : (presetStdin ?? readFileSync(0));
     } catch (err) {
       throw new RatchetError(
         ErrorCode.UnreadableInput,
@@ -161,12 +161,55 @@ export function onStdoutGone(fn: () => void): () => void {
 
 /** Writes a line to stdout (nothing once its reader went away). */
 export function out(text: string): void {
-  if (gone.stdout) return;
-  process.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
+  const line = text.endsWith("\n") ? text : `${text}\n`;
+  if (current) current.stdout(line);
+  else if (!gone.stdout) process.stdout.write(line);
 }
 
 /** Writes a line to stderr (nothing once its reader went away). */
 export function err(text: string): void {
-  if (gone.stderr) return;
-  process.stderr.write(text.endsWith("\n") ? text : `${text}\n`);
+  const line = text.endsWith("\n") ? text : `${text}\n`;
+  if (current) current.stderr(line);
+  else if (!gone.stderr) process.stderr.write(line);
+}
+
+/**
+ * The standard streams of a command served for another process (the daemon, src/daemon/): its
+ * stdin bytes, whether that stdin is a terminal, and sinks for what it prints.
+ */
+export interface CommandIo {
+  stdin(): Buffer;
+  stdinIsTTY: boolean;
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
+
+/** Standard input already read by the daemon client before it fell back to in-process. */
+let presetStdin: Buffer | undefined;
+
+/** Makes `readInputText("-")` return `bytes` (stdin was consumed before the CLI started). */
+export function useStdinBytes(bytes: Buffer): void {
+  presetStdin = bytes;
+}
+
+/** The I/O of the command being served, while {@link withCommandIo} runs; else the process's own. */
+let current: CommandIo | undefined;
+
+/**
+ * Runs `fn` with `out`, `err`, `readInputText("-")` and {@link stdinIsTTY} bound to `io`. Only one
+ * command at a time may use this (the daemon serves its requests one after another).
+ */
+export async function withCommandIo<T>(io: CommandIo, fn: () => Promise<T>): Promise<T> {
+  const prev = current;
+  current = io;
+  try {
+    return await fn();
+  } finally {
+    current = prev;
+  }
+}
+
+/** Whether the command's stdin is a terminal (an interactive caller). */
+export function stdinIsTTY(): boolean {
+  return current ? current.stdinIsTTY : process.stdin.isTTY === true;
 }

@@ -3,15 +3,15 @@ import { hostname } from "node:os";
 import { RatchetError, toRatchetError } from "../core/index.js";
 import { killAllRunning } from "../exec/index.js";
 import { applyOp, Batch, cleanStaleRunDirs, errorMarker, FLOW_BY_OP, type Op } from "../ledger/index.js";
-import { type GlobalOptions, withLedgerContext } from "./context.js";
+import { type GlobalOptions, type LedgerContext, withLedgerContext } from "./context.js";
 import { parseFlowArgs } from "./flow-args.js";
-import { err, out, parseJsonInput, parseJsonOrYaml, readInputText } from "./io.js";
+import { err, out, parseJsonInput, parseJsonOrYaml, readInputText, stdinIsTTY } from "./io.js";
 
 /**
  * A write-flow command line: `args` is one input file (or `-`), or the fields as flags
  * (`<step_id> --summary "…"`, generated from the flow's schema; see flow-args.ts).
  */
-export async function runFlowCommand(op: Op, args: readonly string[], opts: GlobalOptions): Promise<number> {
+export async function runFlowCommand(op: Op, args: readonly string[], opts: FlowOptions): Promise<number> {
   const flow = FLOW_BY_OP[op];
   let parsed: ReturnType<typeof parseFlowArgs>;
   try {
@@ -25,11 +25,17 @@ export async function runFlowCommand(op: Op, args: readonly string[], opts: Glob
   return runWriteFlow(op, undefined, opts, { raw: parsed.raw });
 }
 
+/**
+ * Options of a write-flow command: the global ones, or an already open `context` (the daemon keeps
+ * its workspace's store open across requests; the flow then runs on it and leaves it open).
+ */
+export type FlowOptions = GlobalOptions & { context?: LedgerContext };
+
 /** Reads `source` (path or `-`), applies `op`, prints result + marker; returns the exit status. */
 export async function runWriteFlow(
   op: Op,
   source: string | undefined,
-  opts: GlobalOptions,
+  opts: FlowOptions,
   extra: { allowEmpty?: boolean; raw?: Record<string, unknown> } = {},
 ): Promise<number> {
   let raw: unknown;
@@ -61,8 +67,11 @@ export async function runWriteFlow(
   } catch (e) {
     return reportError(op, toRatchetError(e));
   }
+  const { context, ...global } = opts;
+  const withContext = <T>(fn: (ctx: LedgerContext) => Promise<T>): Promise<T> =>
+    context ? fn(context) : withLedgerContext(global, fn);
   try {
-    return await withLedgerContext(opts, async (ctx) => {
+    return await withContext(async (ctx) => {
       const controller = new AbortController();
       const onSignal = (sig: NodeJS.Signals) => {
         err(`ratchet: ${sig} received: cancelling ${op}`);
@@ -77,7 +86,7 @@ export async function runWriteFlow(
         if (op === "sweep") await cleanStaleRunDirs(ctx.workspace.dir);
         const outcome = await applyOp(ctx.ledger, op, raw, {
           cwd: process.cwd(),
-          interactive: process.stdin.isTTY === true,
+          interactive: stdinIsTTY(),
           run: {
             signal: controller.signal,
             tmpDir: ctx.workspace.dir,

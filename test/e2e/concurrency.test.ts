@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import {
   assertBuilt,
   type CliResult,
+  DAEMON_ON,
   eventsByType,
   type Marker,
   makeWorkspace,
@@ -19,6 +20,7 @@ import {
   type TestWorkspace,
   withDb,
 } from "../helpers/cli.js";
+import { stopDaemon } from "../helpers/daemon.js";
 
 // Generous bounds for a loaded 2-core machine (these spawn many processes); they are not timings.
 vi.setConfig({ testTimeout: 240_000, hookTimeout: 60_000 });
@@ -304,78 +306,89 @@ describe("concurrency", () => {
     expect(withDb(ws, (db) => db.pragma("integrity_check", { simple: true }))).toBe("ok");
   });
 
-  test(`two agents complete the last two steps at the same instant, ${RACES} times: exactly one hand-off each`, async () => {
-    const ws = await makeWorkspace("ratchet-e2e-race-");
-    workspaces.push(ws);
-    const add = await ws.run(["project", "add", "race"]);
-    expect(add.status).toBe(0);
-    const pub = await applyBatch(
-      ws,
-      Array.from({ length: RACES }, (_, i) => ({
-        op: "publish-plan",
-        goal: `race ${i}`,
-        project: "race",
-        steps: [th("left"), th("right")],
-      })),
-    );
-    expect(pub.r.status, pub.r.stderr).toBe(0);
-    const plans = pub.out.slice(0, RACES).map((m) => m.plan_id as string);
-    expect(new Set(plans).size).toBe(RACES);
-    const started = await applyBatch(
-      ws,
-      plans.flatMap((p) => [
-        { op: "start-step", step_id: `${p}-A` },
-        { op: "start-step", step_id: `${p}-B` },
-      ]),
-    );
-    expect(started.r.status, started.r.stderr).toBe(0);
-
-    // Four races at a time (8 processes on 2 cores); in each, both processes start, then both get
-    // their input at the same moment.
-    const outcomes = await mapLimit(plans, 4, async (planId) => {
-      const pair = ["A", "B"].map((l) =>
-        startRatchet(["step", "complete", "-"], {
-          cwd: ws.dir,
-          holdStdin: true,
-          input: JSON.stringify({ step_id: `${planId}-${l}`, summary: `${l} done` }),
-        }),
+  // With the workspace daemon on, the pairs race through one resident process (the first ones
+  // also race to start it: the workspace lock lets one serve, the others run in-process).
+  test.each([
+    ["in-process", {}],
+    ["through the daemon", DAEMON_ON],
+  ] as const)(
+    `two agents complete the last two steps at the same instant, ${RACES} times, %s: exactly one hand-off each`,
+    async (mode, env) => {
+      const ws = await makeWorkspace("ratchet-e2e-race-");
+      workspaces.push(ws);
+      const add = await ws.run(["project", "add", "race"]);
+      expect(add.status).toBe(0);
+      const pub = await applyBatch(
+        ws,
+        Array.from({ length: RACES }, (_, i) => ({
+          op: "publish-plan",
+          goal: `race ${i}`,
+          project: "race",
+          steps: [th("left"), th("right")],
+        })),
       );
-      for (const p of pair) p.release();
-      return { planId, results: await Promise.all(pair.map((p) => p.done)) };
-    });
+      expect(pub.r.status, pub.r.stderr).toBe(0);
+      const plans = pub.out.slice(0, RACES).map((m) => m.plan_id as string);
+      expect(new Set(plans).size).toBe(RACES);
+      const started = await applyBatch(
+        ws,
+        plans.flatMap((p) => [
+          { op: "start-step", step_id: `${p}-A` },
+          { op: "start-step", step_id: `${p}-B` },
+        ]),
+      );
+      expect(started.r.status, started.r.stderr).toBe(0);
 
-    for (const { planId, results } of outcomes) {
-      for (const r of results) {
-        expect(r.status, `${planId}: ${r.stderr}`).toBe(0);
-        expect(r.stderr).not.toMatch(TROUBLE);
-        expect(r.marker).toMatchObject({ ok: true, op: "complete-step", status: "COMPLETED" });
-      }
-      // Exactly one of the two saw the hand-off (the one that completed last).
-      const handoffs = results.filter((r) => r.marker?.needs_agent_review === true);
-      expect(handoffs, planId).toHaveLength(1);
-      expect(handoffs[0]?.marker).toMatchObject({
-        project: "race",
-        review_status: "NEEDS_REVIEW",
-        review_child_step_id: `${planId}-REVIEW.1`,
+      // Four races at a time (8 processes on 2 cores); in each, both processes start, then both get
+      // their input at the same moment.
+      const outcomes = await mapLimit(plans, 4, async (planId) => {
+        const pair = ["A", "B"].map((l) =>
+          startRatchet(["step", "complete", "-"], {
+            cwd: ws.dir,
+            env,
+            holdStdin: true,
+            input: JSON.stringify({ step_id: `${planId}-${l}`, summary: `${l} done` }),
+          }),
+        );
+        for (const p of pair) p.release();
+        return { planId, results: await Promise.all(pair.map((p) => p.done)) };
       });
-    }
 
-    const perPlan = query<{ plan_id: string; n: number }>(
-      ws,
-      "SELECT plan_id, COUNT(*) AS n FROM events WHERE type = 'plan.needs_review' GROUP BY plan_id",
-    );
-    expect(perPlan).toHaveLength(RACES);
-    expect(perPlan.every((r) => r.n === 1)).toBe(true);
-    const children = query<{ step_id: string; plan_id: string; status: string }>(
-      ws,
-      "SELECT step_id, plan_id, status FROM steps WHERE role = 'review_child' ORDER BY plan_id",
-    );
-    expect(children).toEqual(
-      [...plans].sort().map((p) => ({ step_id: `${p}-REVIEW.1`, plan_id: p, status: "PENDING" })),
-    );
-    expect(
-      query(ws, "SELECT status, revision_count, COUNT(*) AS n FROM plans GROUP BY status, revision_count"),
-    ).toEqual([{ status: "IN_PROGRESS", revision_count: 1, n: RACES }]);
-    expect(stepsByStatus(ws)).toEqual({ COMPLETED: 2 * RACES, NEEDS_REVIEW: RACES, PENDING: RACES });
-  });
+      for (const { planId, results } of outcomes) {
+        for (const r of results) {
+          expect(r.status, `${planId}: ${r.stderr}`).toBe(0);
+          expect(r.stderr).not.toMatch(TROUBLE);
+          expect(r.marker).toMatchObject({ ok: true, op: "complete-step", status: "COMPLETED" });
+        }
+        // Exactly one of the two saw the hand-off (the one that completed last).
+        const handoffs = results.filter((r) => r.marker?.needs_agent_review === true);
+        expect(handoffs, planId).toHaveLength(1);
+        expect(handoffs[0]?.marker).toMatchObject({
+          project: "race",
+          review_status: "NEEDS_REVIEW",
+          review_child_step_id: `${planId}-REVIEW.1`,
+        });
+      }
+
+      const perPlan = query<{ plan_id: string; n: number }>(
+        ws,
+        "SELECT plan_id, COUNT(*) AS n FROM events WHERE type = 'plan.needs_review' GROUP BY plan_id",
+      );
+      expect(perPlan).toHaveLength(RACES);
+      expect(perPlan.every((r) => r.n === 1)).toBe(true);
+      const children = query<{ step_id: string; plan_id: string; status: string }>(
+        ws,
+        "SELECT step_id, plan_id, status FROM steps WHERE role = 'review_child' ORDER BY plan_id",
+      );
+      expect(children).toEqual(
+        [...plans].sort().map((p) => ({ step_id: `${p}-REVIEW.1`, plan_id: p, status: "PENDING" })),
+      );
+      expect(
+        query(ws, "SELECT status, revision_count, COUNT(*) AS n FROM plans GROUP BY status, revision_count"),
+      ).toEqual([{ status: "IN_PROGRESS", revision_count: 1, n: RACES }]);
+      expect(stepsByStatus(ws)).toEqual({ COMPLETED: 2 * RACES, NEEDS_REVIEW: RACES, PENDING: RACES });
+      // The daemon variant really went through it: all but the first few commands.
+      if (mode === "through the daemon") expect(await stopDaemon(ws)).toBeGreaterThan(RACES);
+    },
+  );
 });

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import {
   assertBuilt,
+  DAEMON_ON,
   listTree,
   liveGroupMembers,
   makeWorkspace,
@@ -20,6 +21,7 @@ import {
   waitFor,
   withDb,
 } from "../helpers/cli.js";
+import { stopDaemon, waitForDaemon } from "../helpers/daemon.js";
 
 // Generous bounds for a loaded 2-core machine (these spawn many processes); they are not timings.
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
@@ -31,7 +33,8 @@ const groups = new Set<number>();
 beforeAll(() => {
   assertBuilt();
 });
-afterAll(() => {
+afterAll(async () => {
+  for (const ws of workspaces) await stopDaemon(ws);
   for (const pgid of groups) {
     try {
       process.kill(-pgid, "SIGKILL");
@@ -88,12 +91,21 @@ async function startRun(ws: TestWorkspace, stepId: string, command: string, extr
   return { run, pgid };
 }
 
-describe("kill -9 of step run", () => {
+// With the workspace daemon on, every command here but `step run` itself (publish, start, the
+// sweeps) goes through it; `step run` always runs in-process (docs/daemon.md).
+describe.each([
+  ["in-process", false],
+  ["with the daemon", true],
+] as const)("kill -9 of step run (%s)", (_mode, daemon) => {
   test("the store stays consistent, the step keeps its lease, and a sweep after expiry fails it", async () => {
-    const ws = await makeWorkspace("ratchet-e2e-crash-");
-    workspaces.push(ws);
+    const made = await makeWorkspace("ratchet-e2e-crash-");
+    workspaces.push(made);
+    const ws: TestWorkspace = daemon
+      ? { ...made, run: (args, opts = {}) => made.run(args, { ...opts, env: { ...DAEMON_ON, ...opts.env } }) }
+      : made;
     const p = await publish(ws, { goal: "Crash me", steps: [{ title: "long build", type: "COMMAND" }] });
     const [A] = p.step_ids as [string];
+    if (daemon) await waitForDaemon(ws); // the first publish started it
     // A bystander whose lease is far from expiry: no sweep may touch it.
     const b = await publish(ws, { goal: "Bystander", steps: [{ title: "thinking", type: "THINKING" }] });
     const [B] = b.step_ids as [string];
@@ -164,6 +176,8 @@ describe("kill -9 of step run", () => {
     // Nothing was orphaned: the launcher's supervisor ended the command when Ratchet died.
     await waitFor(() => liveGroupMembers(pgid).length === 0, "the supervisor to end the command");
     groups.delete(pgid);
+    // The daemon variant really went through it (the sweeps, the bystander's start, a publish).
+    if (daemon) expect(await stopDaemon(ws)).toBeGreaterThanOrEqual(5);
   });
 });
 

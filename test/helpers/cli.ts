@@ -65,9 +65,14 @@ export interface RunOptions {
   holdStdin?: boolean;
 }
 
-/** The child environment: ours, minus anything that would point the CLI at another store. */
+/**
+ * The child environment: ours, minus anything that would point the CLI at another store. The
+ * workspace daemon (docs/daemon.md) is off unless a test turns it on (`DAEMON_ON`), so the many
+ * short-lived test workspaces do not each leave a resident process behind; the daemon's own
+ * tests and the daemon variants of the concurrency and crash tests run with it on.
+ */
 export function childEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
+  const env: NodeJS.ProcessEnv = { ...process.env, RATCHET_NO_DAEMON: "1" };
   delete env.RATCHET_DB;
   for (const [k, v] of Object.entries(extra)) {
     if (v === undefined) delete env[k];
@@ -75,6 +80,12 @@ export function childEnv(extra: Record<string, string | undefined> = {}): NodeJS
   }
   return env;
 }
+
+/** `env` of a command run with the workspace daemon on (a short idle time: tests leave none behind). */
+export const DAEMON_ON: Record<string, string | undefined> = {
+  RATCHET_NO_DAEMON: undefined,
+  RATCHET_DAEMON_IDLE_MS: "60000",
+};
 
 export function parseMarker(stdout: string): Marker | undefined {
   const lines = stdout.split("\n").filter((l) => l.trim() !== "");
