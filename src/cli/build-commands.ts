@@ -12,7 +12,7 @@ import {
 } from "../builder/index.js";
 import { killAllRunning } from "../exec/index.js";
 import type { ModelStepRunner } from "../workflow/index.js";
-import { type GlobalOptions, withContext } from "./context.js";
+import { type GlobalOptions, withLedgerContext } from "./context.js";
 import { err, out } from "./io.js";
 import { buildProgressPrinter, liveMode } from "./progress.js";
 import { openWorkflow, parseVars } from "./run-commands.js";
@@ -61,7 +61,7 @@ export async function cmdBuild(
   const vars = parseVars(opts.var);
   const mode = liveMode(opts);
   const live = mode ? buildProgressPrinter(mode, out) : undefined;
-  return withContext(opts, async (ctx) => {
+  return withLedgerContext(opts, async (ctx) => {
     const controller = new AbortController();
     const onSignal = (sig: NodeJS.Signals) => {
       err(`ratchet: ${sig} received: cancelling the build`);

@@ -4,7 +4,7 @@
 import { Argument, type Command } from "commander";
 import { ErrorCode, RatchetError } from "../core/index.js";
 import { completionScript, SHELLS, type Shell } from "./completion.js";
-import { type GlobalOptions, withContext } from "./context.js";
+import { type GlobalOptions, withLedgerContext } from "./context.js";
 import { out } from "./io.js";
 
 type Act = <A extends unknown[]>(fn: (...a: A) => Promise<number>) => (...a: A) => Promise<void>;
@@ -30,7 +30,7 @@ export async function metricList(opts: MetricListOptions): Promise<number> {
       { field: "limit" },
     );
   const { ServerQueries } = await import("../server/index.js");
-  return withContext(opts, (ctx) => {
+  return withLedgerContext(opts, (ctx) => {
     const rows = new ServerQueries(ctx.store).metrics({
       limit: n,
       ...(opts.plan ? { planId: opts.plan } : {}),

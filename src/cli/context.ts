@@ -2,15 +2,12 @@
 import { mkdirSync } from "node:fs";
 import { Ledger } from "../ledger/index.js";
 import {
-  BlobStore,
   type Blobs,
   blobsOf,
   envDb,
   openStore,
   resolveWorkspace,
-  SqliteStore,
   type Store,
-  sqliteOnly,
   type Workspace,
 } from "../store/index.js";
 
@@ -24,24 +21,6 @@ export interface LedgerContext {
   store: Store;
   blobs: Blobs;
   ledger: Ledger;
-}
-
-/** The context of a command that still needs the SQLite store (threads, the server, provenance). */
-export interface CommandContext extends LedgerContext {
-  store: SqliteStore;
-}
-
-/**
- * Opens a SQLite-store context.
- * @throws invalid_value naming the command when the workspace's store is PostgreSQL.
- */
-export function openContext(opts: GlobalOptions): CommandContext {
-  const workspace = resolveWorkspace({ ...(opts.db ? { db: opts.db } : {}) });
-  if (workspace.storeUrl) throw sqliteOnly();
-  // A --db / RATCHET_DB (ORCH_DB) path may name a new file: create it; a found workspace already exists.
-  const store = SqliteStore.open(workspace.dbPath, { create: Boolean(opts.db ?? envDb()) });
-  const blobs = new BlobStore(workspace.blobsDir);
-  return { workspace, store, blobs, ledger: new Ledger({ store, blobs }) };
 }
 
 /** Opens a ledger context on the workspace's store, SQLite or PostgreSQL. */
@@ -60,14 +39,6 @@ async function using<C extends LedgerContext, T>(ctx: C, fn: (ctx: C) => T | Pro
   } finally {
     ctx.store.close();
   }
-}
-
-/** Runs `fn` with an open SQLite context and always closes the store. */
-export async function withContext<T>(
-  opts: GlobalOptions,
-  fn: (ctx: CommandContext) => T | Promise<T>,
-): Promise<T> {
-  return using(openContext(opts), fn);
 }
 
 /** Runs `fn` with an open ledger context (either store) and always closes the store. */

@@ -24,7 +24,7 @@ import {
   WORKTREE_PREFIX,
 } from "../runner/index.js";
 import { parseSecretsFile } from "../workflow/index.js";
-import { type CommandContext, type GlobalOptions, openContext } from "./context.js";
+import { type GlobalOptions, type LedgerContext, openLedgerContext } from "./context.js";
 import { err, out } from "./io.js";
 import { liveMode, taskProgressPrinter } from "./progress.js";
 
@@ -63,9 +63,9 @@ export async function runnerDryRun(
 }
 
 /** Opens the ledger when a workspace exists (the task's events are recorded there too). */
-function tryContext(globals: GlobalOptions): CommandContext | undefined {
+function tryContext(globals: GlobalOptions): LedgerContext | undefined {
   try {
-    return openContext(globals);
+    return openLedgerContext(globals);
   } catch {
     return undefined;
   }
@@ -76,7 +76,7 @@ function tryContext(globals: GlobalOptions): CommandContext | undefined {
  * configured) and the workspace's secrets file, when there is one (best effort: an unreadable or
  * malformed file adds nothing here; workflow runs report it).
  */
-function taskRedactor(model: CompiledModelOptions, ctx: CommandContext | undefined): Redactor {
+function taskRedactor(model: CompiledModelOptions, ctx: LedgerContext | undefined): Redactor {
   const keyName = model.provider === "anthropic" ? MODEL_ENV.anthropicApiKey : MODEL_ENV.openaiApiKey;
   const redactor = new Redactor().addFromEnv(process.env).add(keyName, model.apiKey);
   const file = ctx ? join(ctx.workspace.dir, "secrets") : undefined;

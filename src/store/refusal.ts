@@ -19,7 +19,7 @@ export function sqliteOnly(what?: string): RatchetError {
   const name = what ?? (command ? `ratchet ${command}` : "this command");
   return new RatchetError(
     ErrorCode.InvalidValue,
-    `\`${name}\` needs the SQLite store until its tables move behind the store interfaces; the store here is PostgreSQL (RATCHET_DB / --db / store.url). Only the ledger commands (plan, step, metric, project, events), workflow runs (run, runs, workflow run-saved|evidence|config) and provenance (graph, hook, note, reference, reason, why, headline) run on PostgreSQL today; see docs/scale-out.md`,
+    `\`${name}\` needs the SQLite store until its tables move behind the store interfaces; the store here is PostgreSQL (RATCHET_DB / --db / store.url). every other command (the ledger, runs and workers, threads, provenance, serve and mcp) runs on PostgreSQL; only the runner (ratchet runner …) and the Builder (ratchet build) do not yet; see docs/scale-out.md`,
     { field: "store", command: name },
   );
 }

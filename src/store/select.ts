@@ -1,7 +1,8 @@
 /**
  * Which store a workspace uses: the SQLite file (default) or PostgreSQL (`Workspace.storeUrl`).
- * The ledger and the runs area (`runStoreOf`) run on both today; threads, the server and provenance still run SQL
- * on the SQLite handle and refuse a PostgreSQL workspace with `sqliteOnly` (refusal.ts).
+ * Every area reaches its tables through the store: the ledger (`Store`), the runs area
+ * (`runStoreOf`), blobs (`blobsOf`) and the rest (threads, provenance, the server) through the one
+ * SQL door `store.sql`. Only the runner and the Builder still refuse PostgreSQL (`sqliteOnly`).
  */
 import { BlobStore, type Blobs, DbBlobStore } from "./blobs.js";
 import { PgStore } from "./postgres/pg-store.js";
