@@ -119,6 +119,23 @@ export class LedgerCore {
     return p;
   }
 
+  /**
+   * {@link requireOpenPlan} when the caller needs only to know the plan is open: the same refusals,
+   * reading the status alone.
+   */
+  checkOpenPlan(planId: string, doing: string): void {
+    const status = this.store.planStatus ? this.store.planStatus(planId) : this.store.getPlan(planId)?.status;
+    if (status === undefined)
+      throw new RatchetError(ErrorCode.PlanNotFound, `plan ${planId} not found`, { planId });
+    if (status !== PlanStatus.InProgress) {
+      throw new RatchetError(ErrorCode.IllegalTransition, `plan ${planId} is ${status}: cannot ${doing}`, {
+        planId,
+        from: status,
+        breaker: "soft",
+      });
+    }
+  }
+
   refuseReviewStep(step: StepRow, doing: string): void {
     if (step.role === StepRole.Review) {
       throw new RatchetError(
@@ -281,18 +298,22 @@ export class LedgerCore {
   }
 
   /** Runs the roll-up for a plan after a non-review transition, inside the caller's transaction. */
-  rollUpPlan(planId: string, known?: PlanRow): RollupReport {
-    // `known` is the plan row the caller read in this same transaction (saves a lookup).
-    const plan = known ?? this.requirePlan(planId);
+  rollUpPlan(planId: string, known?: PlanRow | "open"): RollupReport {
+    // `known` is the plan row the caller read in this same transaction (saves a lookup), or "open":
+    // the caller checked in this transaction that the plan is IN_PROGRESS (`checkOpenPlan`), and
+    // the row is read only when the cheap exit below does not apply.
+    const known_ = known === "open" ? undefined : (known ?? this.requirePlan(planId));
     const reviewId = reviewStepId(planId);
-    const report: RollupReport = { plan_status: plan.status };
-    if (plan.status !== PlanStatus.InProgress) return report;
+    const report: RollupReport = { plan_status: known_ ? known_.status : PlanStatus.InProgress };
+    if (report.plan_status !== PlanStatus.InProgress) return report;
     // Cheap exit for the common case: regular work still open.
-    if (this.store.countOpenSteps(planId) > 0) {
-      const review = this.store.getStep(reviewId);
-      if (review) report.review_status = review.status;
+    const store = this.store;
+    if (store.hasOpenSteps ? store.hasOpenSteps(planId) : store.countOpenSteps(planId) > 0) {
+      const status = store.stepStatus ? store.stepStatus(reviewId) : store.getStep(reviewId)?.status;
+      if (status !== undefined) report.review_status = status;
       return report;
     }
+    const plan = known_ ?? this.requirePlan(planId);
     const steps = this.store.stepsOfPlan(planId);
     const review = steps.find((s) => s.role === StepRole.Review);
     const decision = rollUp(steps, { planOpen: true, hasProject: hasReviewProject(plan) });

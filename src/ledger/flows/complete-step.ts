@@ -21,7 +21,7 @@ export function completeStep(
   return l.store.tx(() => {
     const step = l.requireStep(input.step_id);
     l.refuseReviewStep(step, "complete-step");
-    const plan = l.requireOpenPlan(step.plan_id, `complete step ${step.step_id}`);
+    l.checkOpenPlan(step.plan_id, `complete step ${step.step_id}`);
     if (step.type === StepType.Command && !opts.viaRun && !l.hasExitFooter(step, input.log_context)) {
       throw new RatchetError(
         ErrorCode.CompleteOnCommand,
@@ -41,7 +41,7 @@ export function completeStep(
       agent_output: l.red(input.agent_output) ?? step.agent_output,
       ...(opts.exitCode !== undefined ? { exit_code: opts.exitCode } : {}),
     });
-    const rollup = l.rollUpPlan(step.plan_id, plan);
+    const rollup = l.rollUpPlan(step.plan_id, "open");
     return { step_id: step.step_id, plan_id: step.plan_id, status: moved.status, ...rollup };
   });
 }

@@ -18,7 +18,7 @@ export function startStep(l: LedgerCore, input: StartInput) {
   return l.store.tx(() => {
     const step = l.requireStep(input.step_id);
     l.refuseReviewStep(step, "start-step");
-    l.requireOpenPlan(step.plan_id, `start step ${step.step_id}`);
+    l.checkOpenPlan(step.plan_id, `start step ${step.step_id}`);
     if ((input.type ?? step.type) === StepType.Command) {
       throw new RatchetError(
         ErrorCode.CompleteOnCommand,
