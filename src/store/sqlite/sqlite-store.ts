@@ -1,5 +1,5 @@
 import type { Statement } from "better-sqlite3";
-import { ErrorCode, RatchetError } from "../../core/index.js";
+import { ErrorCode, iso, RatchetError } from "../../core/index.js";
 import { PLAN_COLUMNS, STEP_COLUMNS } from "../columns.js";
 import { SqliteSqlPort, type SqlPort } from "../sql.js";
 import type {
@@ -23,6 +23,8 @@ import { openSqlite, type SqliteDb } from "./open.js";
 function insertSql(table: string, columns: readonly string[]): string {
   return `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((c) => `@${c}`).join(", ")})`;
 }
+const INSERT_PLAN = insertSql("plans", PLAN_COLUMNS);
+const INSERT_STEP = insertSql("steps", STEP_COLUMNS);
 
 /**
  * A statement read in raw mode (arrays) with its rows built here. better-sqlite3's object rows
@@ -62,7 +64,7 @@ export class SqliteStore implements Store {
   readonly #plucks = new Map<string, Statement>();
   readonly #now: () => string;
 
-  constructor(db: SqliteDb, now: () => string = () => new Date().toISOString()) {
+  constructor(db: SqliteDb, now: () => string = () => iso(Date.now())) {
     this.db = db;
     this.#now = now;
   }
@@ -152,7 +154,7 @@ export class SqliteStore implements Store {
 
   insertPlan(p: PlanRow): void {
     this.#requireTx("insertPlan");
-    this.#stmt(insertSql("plans", PLAN_COLUMNS)).run({
+    this.#stmt(INSERT_PLAN).run({
       user_query: null,
       abandon_reason: null,
       review_state: null,
@@ -221,7 +223,7 @@ export class SqliteStore implements Store {
 
   insertStep(s: StepRow): void {
     this.#requireTx("insertStep");
-    this.#stmt(insertSql("steps", STEP_COLUMNS)).run(s);
+    this.#stmt(INSERT_STEP).run(s);
   }
 
   getStep(stepId: string): StepRow | undefined {
