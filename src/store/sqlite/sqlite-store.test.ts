@@ -90,6 +90,29 @@ describe("SqliteStore status fast paths", () => {
     expect(fx.store.hasOpenSteps("ghost")).toBe(false);
   });
 
+  it("hasOpenSteps finds an open step wherever it sits: first, middle or last of a plan worked out of order", () => {
+    const fx = setup();
+    const p = fx.publish("order", ["THINKING", "THINKING", "THINKING"]);
+    const [a, b, c] = p.step_ids as [string, string, string];
+    for (const id of [c, b]) {
+      fx.ledger.start({ step_id: id });
+      fx.ledger.complete({ step_id: id });
+    }
+    // Only the first step is open; the newest rows (the review step, c, b) are not.
+    expect(fx.store.hasOpenSteps(p.plan_id)).toBe(true);
+    fx.ledger.start({ step_id: a });
+    expect(fx.store.hasOpenSteps(p.plan_id)).toBe(true);
+    const sub = fx.ledger.deviate({
+      parent_step_id: a,
+      justification: "split it",
+      sub_steps: [{ title: "part", type: "THINKING" }],
+    });
+    expect(fx.store.hasOpenSteps(p.plan_id)).toBe(fx.store.countOpenSteps(p.plan_id) > 0);
+    expect(sub).toBeDefined();
+    fx.ledger.complete({ step_id: a });
+    expect(fx.store.hasOpenSteps(p.plan_id)).toBe(fx.store.countOpenSteps(p.plan_id) > 0);
+  });
+
   it("stepStatus and planStatus read what getStep and getPlan read; undefined for unknown ids", () => {
     const fx = setup();
     const p = fx.publish("st", ["THINKING"]);

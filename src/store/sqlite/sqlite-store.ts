@@ -250,9 +250,11 @@ export class SqliteStore implements Store {
   }
 
   hasOpenSteps(planId: string): boolean {
+    // Newest rows first (steps_plan read backwards, no sort): plans are worked front to back, so an
+    // open step is usually among the last inserted, and the scan stops at the first one.
     return (
       this.#stmt(
-        "SELECT 1 FROM steps WHERE plan_id = ? AND role = 'regular' AND status IN ('PENDING', 'IN_PROGRESS', 'NEEDS_REVIEW') LIMIT 1",
+        "SELECT 1 FROM steps WHERE plan_id = ? AND role = 'regular' AND status IN ('PENDING', 'IN_PROGRESS', 'NEEDS_REVIEW') ORDER BY rowid DESC LIMIT 1",
       ).get(planId) !== undefined
     );
   }
