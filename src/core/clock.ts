@@ -21,9 +21,19 @@ export class ManualClock implements Clock {
   }
 }
 
-/** ISO-8601 UTC text of a time in milliseconds. */
+let lastMs = Number.NaN;
+let lastIso = "";
+
+/**
+ * ISO-8601 UTC text of a time in milliseconds. The last answer is kept: a write transaction stamps
+ * several rows within the same millisecond, and formatting the date is the costly part.
+ */
 export function iso(ms: number): string {
-  return new Date(ms).toISOString();
+  if (ms !== lastMs) {
+    lastIso = new Date(ms).toISOString();
+    lastMs = ms;
+  }
+  return lastIso;
 }
 
 /** `YYYYMMDDHHMMSS` in UTC: the timestamp part of plan ids. */

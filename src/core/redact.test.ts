@@ -114,3 +114,30 @@ describe("Redactor.redactValue", () => {
     expect(r.redactValue(undefined)).toBeUndefined();
   });
 });
+
+describe("Redactor: short texts (the fast path that skips the scan)", () => {
+  it("still masks a registered secret of the minimum length in a text just as long", () => {
+    const r = new Redactor().add("S", "wxyz");
+    expect(r.redact("wxyz")).toBe("[REDACTED:S]");
+    expect(r.redact("xyz")).toBe("xyz");
+  });
+
+  it("masks a credential shape of the shortest length, with nothing registered", () => {
+    const r = new Redactor();
+    const shortest = `sk-${"a".repeat(16)}`;
+    expect(shortest.length).toBe(19);
+    expect(r.redact(shortest)).toBe("sk-[REDACTED]");
+    expect(r.redact(shortest.slice(0, -1))).toBe(shortest.slice(0, -1));
+  });
+
+  it("sees a secret registered after the first redaction (no stale order or length)", () => {
+    const r = new Redactor().add("LONG", "abcdefghij");
+    expect(r.redact("abcd abcdefghij")).toBe("abcd [REDACTED:LONG]");
+    r.add("SHORT", "abcd");
+    expect(r.redact("abcd")).toBe("[REDACTED:SHORT]");
+    r.add("LONGER", "abcdefghijklmnop");
+    expect(r.redact("abcdefghijklmnop abcdefghij abcd")).toBe(
+      "[REDACTED:LONGER] [REDACTED:LONG] [REDACTED:SHORT]",
+    );
+  });
+});

@@ -13,12 +13,23 @@ const SHAPES: RegExp[] = [
   /\b(gh[pousr]_)[A-Za-z0-9]{20,}/g,
 ];
 
+/** The shortest text a credential shape can match (`sk-` and 16 characters). */
+const SHORTEST_SHAPE = 19;
+
 export class Redactor {
   readonly #secrets = new Map<string, string>();
+  /** The registered values longest first (so one that contains another is masked whole); built once per change. */
+  #ordered: string[] | undefined;
+  /** Text shorter than this can hold neither a registered secret nor a credential shape. */
+  #shortest = SHORTEST_SHAPE;
 
   /** Registers a secret value under a name; the text `[REDACTED:NAME]` replaces it. */
   add(name: string, value: string | undefined): this {
-    if (value && value.length >= MIN_SECRET_LENGTH) this.#secrets.set(value, name);
+    if (value && value.length >= MIN_SECRET_LENGTH) {
+      this.#secrets.set(value, name);
+      this.#ordered = undefined;
+      this.#shortest = Math.min(this.#shortest, value.length);
+    }
     return this;
   }
 
@@ -36,10 +47,10 @@ export class Redactor {
 
   /** Returns `text` with every registered secret and every credential shape masked. */
   redact(text: string): string {
+    if (text.length < this.#shortest) return text;
     let out = text;
-    // Longest first, so a secret that contains another is masked whole.
-    const values = [...this.#secrets.keys()].sort((a, b) => b.length - a.length);
-    for (const v of values) {
+    this.#ordered ??= [...this.#secrets.keys()].sort((a, b) => b.length - a.length);
+    for (const v of this.#ordered) {
       if (out.includes(v)) out = out.split(v).join(`[REDACTED:${this.#secrets.get(v)}]`);
     }
     for (const re of SHAPES) out = out.replace(re, (_m, prefix: string) => `${prefix}[REDACTED]`);

@@ -186,6 +186,15 @@ export interface Store {
   childrenOf(stepId: string): StepRow[];
   /** Non-review steps of a plan not yet terminal (PENDING, IN_PROGRESS, NEEDS_REVIEW). */
   countOpenSteps(planId: string): number;
+  /**
+   * Optional fast paths for the roll-up's cheap exit (a store without them is read through
+   * `countOpenSteps` and `getStep`): whether `countOpenSteps(planId) > 0`, stopping at the first
+   * open step; and a step's status alone.
+   */
+  hasOpenSteps?(planId: string): boolean;
+  stepStatus?(stepId: string): string | undefined;
+  /** Optional fast path: a plan's status alone (a store without it is read through `getPlan`). */
+  planStatus?(planId: string): string | undefined;
   /** Clears the leases still held by steps of a plan (called when the plan closes). */
   releaseLeases(planId: string): number;
   /** IN_PROGRESS steps whose lease expired before `nowMs`. */

@@ -1,5 +1,6 @@
 /** `complete-step` (`ratchet step complete`): Complete an IN_PROGRESS step with a one-sentence summary; runs the roll-up. */
 import { ErrorCode, type Infer, obj, opt, RatchetError } from "../../core/index.js";
+import type { StepRow } from "../../store/index.js";
 import { EXIT_FOOTER, type LedgerCore } from "../core.js";
 import { defineFlow } from "../flow.js";
 import { id, logText, text } from "../inputs.js";
@@ -21,7 +22,7 @@ export function completeStep(
   return l.store.tx(() => {
     const step = l.requireStep(input.step_id);
     l.refuseReviewStep(step, "complete-step");
-    const plan = l.requireOpenPlan(step.plan_id, `complete step ${step.step_id}`);
+    l.checkOpenPlan(step.plan_id, `complete step ${step.step_id}`);
     if (step.type === StepType.Command && !opts.viaRun && !l.hasExitFooter(step, input.log_context)) {
       throw new RatchetError(
         ErrorCode.CompleteOnCommand,
@@ -36,12 +37,13 @@ export function completeStep(
         display: true,
         ...(opts.log.full !== undefined ? { full: opts.log.full } : {}),
       });
-    const moved = l.moveStep(step, StepStatus.Completed, {
+    const patch: Partial<StepRow> = {
       summary: l.red(input.summary) ?? step.summary,
       agent_output: l.red(input.agent_output) ?? step.agent_output,
-      ...(opts.exitCode !== undefined ? { exit_code: opts.exitCode } : {}),
-    });
-    const rollup = l.rollUpPlan(step.plan_id, plan);
+    };
+    if (opts.exitCode !== undefined) patch.exit_code = opts.exitCode;
+    const moved = l.moveStep(step, StepStatus.Completed, patch);
+    const rollup = l.rollUpPlan(step.plan_id, "open");
     return { step_id: step.step_id, plan_id: step.plan_id, status: moved.status, ...rollup };
   });
 }

@@ -20,7 +20,7 @@ export function failStep(
   return l.store.tx(() => {
     const step = l.requireStep(input.step_id);
     l.refuseReviewStep(step, "fail-step");
-    const plan = l.requireOpenPlan(step.plan_id, `fail step ${step.step_id}`);
+    l.checkOpenPlan(step.plan_id, `fail step ${step.step_id}`);
     checkStepMove(step.step_id, step.status, StepStatus.Failed);
     if (input.log_context) l.addLog(step, "fail", input.log_context);
     if (opts.log)
@@ -39,7 +39,7 @@ export function failStep(
       },
       input.reason ? { reason: l.red(input.reason) } : {},
     );
-    const rollup = l.rollUpPlan(step.plan_id, plan);
+    const rollup = l.rollUpPlan(step.plan_id, "open");
     return {
       step_id: step.step_id,
       plan_id: step.plan_id,

@@ -1,5 +1,6 @@
 /** `start-step` (`ratchet step start`): Start a PENDING step (takes its lease); COMMAND steps start through run-step. */
 import { ErrorCode, type Infer, iso, obj, oneOf, opt, RatchetError } from "../../core/index.js";
+import type { StepRow } from "../../store/index.js";
 import type { LedgerCore } from "../core.js";
 import { defineFlow } from "../flow.js";
 import { id, leaseSeconds, logText, text } from "../inputs.js";
@@ -18,7 +19,7 @@ export function startStep(l: LedgerCore, input: StartInput) {
   return l.store.tx(() => {
     const step = l.requireStep(input.step_id);
     l.refuseReviewStep(step, "start-step");
-    l.requireOpenPlan(step.plan_id, `start step ${step.step_id}`);
+    l.checkOpenPlan(step.plan_id, `start step ${step.step_id}`);
     if ((input.type ?? step.type) === StepType.Command) {
       throw new RatchetError(
         ErrorCode.CompleteOnCommand,
@@ -26,16 +27,14 @@ export function startStep(l: LedgerCore, input: StartInput) {
         { stepId: step.step_id },
       );
     }
-    const moved = l.moveStep(
-      step,
-      StepStatus.InProgress,
-      {
-        ...(input.type ? { type: input.type } : {}),
-        agent_input: l.red(input.agent_input) ?? step.agent_input,
-        ...l.lease(input.lease_seconds),
-      },
-      { lease_holder: l.holder },
-    );
+    const patch: Partial<StepRow> = {};
+    if (input.type) patch.type = input.type;
+    patch.agent_input = l.red(input.agent_input) ?? step.agent_input;
+    const lease = l.lease(input.lease_seconds);
+    patch.lease_holder = lease.lease_holder;
+    patch.lease_expires_at = lease.lease_expires_at;
+    patch.heartbeat_at = lease.heartbeat_at;
+    const moved = l.moveStep(step, StepStatus.InProgress, patch, { lease_holder: l.holder });
     if (input.log_context) l.addLog(moved, "start", input.log_context);
     return {
       step_id: step.step_id,

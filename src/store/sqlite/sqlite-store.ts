@@ -1,5 +1,5 @@
 import type { Statement } from "better-sqlite3";
-import { ErrorCode, RatchetError } from "../../core/index.js";
+import { ErrorCode, iso, RatchetError } from "../../core/index.js";
 import { PLAN_COLUMNS, STEP_COLUMNS } from "../columns.js";
 import { SqliteSqlPort, type SqlPort } from "../sql.js";
 import type {
@@ -23,15 +23,48 @@ import { openSqlite, type SqliteDb } from "./open.js";
 function insertSql(table: string, columns: readonly string[]): string {
   return `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((c) => `@${c}`).join(", ")})`;
 }
+const INSERT_PLAN = insertSql("plans", PLAN_COLUMNS);
+const INSERT_STEP = insertSql("steps", STEP_COLUMNS);
+
+/**
+ * A statement read in raw mode (arrays) with its rows built here. better-sqlite3's object rows
+ * create every column's key anew per row, which costs more than the lookup itself for a wide row
+ * (a step has 24 columns); the objects built here have the same keys in the same order.
+ */
+interface RowReader<R> {
+  get(...params: unknown[]): R | undefined;
+  all(...params: unknown[]): R[];
+}
+
+function rowReader<R>(stmt: Statement): RowReader<R> {
+  stmt.raw(true);
+  const cols = stmt.columns().map((c) => c.name);
+  const n = cols.length;
+  const build = (r: unknown[]): R => {
+    const o: Record<string, unknown> = {};
+    for (let i = 0; i < n; i++) o[cols[i] as string] = r[i];
+    return o as R;
+  };
+  return {
+    get: (...params) => {
+      const r = stmt.get(...params) as unknown[] | undefined;
+      return r === undefined ? undefined : build(r);
+    },
+    all: (...params) => (stmt.all(...params) as unknown[][]).map(build),
+  };
+}
 
 /** The SQLite implementation of {@link Store} (better-sqlite3, WAL, `BEGIN IMMEDIATE`). */
 export class SqliteStore implements Store {
   readonly db: SqliteDb;
   #sql?: SqlPort;
   readonly #stmts = new Map<string, Statement>();
+  readonly #readers = new Map<string, RowReader<unknown>>();
+  readonly #updates = new Map<string, Statement>();
+  readonly #plucks = new Map<string, Statement>();
   readonly #now: () => string;
 
-  constructor(db: SqliteDb, now: () => string = () => new Date().toISOString()) {
+  constructor(db: SqliteDb, now: () => string = () => iso(Date.now())) {
     this.db = db;
     this.#now = now;
   }
@@ -53,6 +86,26 @@ export class SqliteStore implements Store {
       this.#stmts.set(sql, s);
     }
     return s;
+  }
+
+  /** A cached statement returning its first column only. */
+  #pluck(sql: string): Statement {
+    let s = this.#plucks.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql).pluck(true);
+      this.#plucks.set(sql, s);
+    }
+    return s;
+  }
+
+  /** A cached raw-mode statement whose rows are built by {@link rowReader} (hot row reads). */
+  #rows<R>(sql: string): RowReader<R> {
+    let r = this.#readers.get(sql);
+    if (!r) {
+      r = rowReader(this.db.prepare(sql));
+      this.#readers.set(sql, r);
+    }
+    return r as RowReader<R>;
   }
 
   /** One compiled transaction wrapper, reused: `db.transaction()` per call costs more than the write. */
@@ -101,7 +154,7 @@ export class SqliteStore implements Store {
 
   insertPlan(p: PlanRow): void {
     this.#requireTx("insertPlan");
-    this.#stmt(insertSql("plans", PLAN_COLUMNS)).run({
+    this.#stmt(INSERT_PLAN).run({
       user_query: null,
       abandon_reason: null,
       review_state: null,
@@ -112,23 +165,45 @@ export class SqliteStore implements Store {
   }
 
   getPlan(planId: string): PlanRow | undefined {
-    return this.#stmt("SELECT * FROM plans WHERE plan_id = ?").get(planId) as PlanRow | undefined;
+    return this.#rows<PlanRow>("SELECT * FROM plans WHERE plan_id = ?").get(planId);
   }
 
+  /** Updates one row; `updated_at` is now unless the patch sets it. */
   #update(table: string, key: string, id: string, patch: Record<string, unknown>): void {
     this.#requireTx(`update ${table}`);
-    const cols = Object.keys(patch).filter((k) => patch[k] !== undefined);
-    if (cols.length === 0) return;
-    const sql = `UPDATE ${table} SET ${cols.map((c) => `${c} = @${c}`).join(", ")} WHERE ${key} = @__id`;
-    const params: Record<string, unknown> = { __id: id };
-    for (const c of cols) params[c] = patch[c];
-    const r = this.#stmt(sql).run(params);
+    // Positional parameters, the statement cached by its column list (named ones cost a lookup each).
+    const cols: string[] = [];
+    const params: unknown[] = [];
+    let stamped = false;
+    for (const k in patch) {
+      let v = patch[k];
+      if (k === "updated_at") {
+        v ??= this.#now();
+        stamped = true;
+      } else if (v === undefined) continue;
+      cols.push(k);
+      params.push(v);
+    }
+    if (!stamped) {
+      cols.push("updated_at");
+      params.push(this.#now());
+    }
+    const sig = `${table}|${cols.join(",")}`;
+    let stmt = this.#updates.get(sig);
+    if (!stmt) {
+      stmt = this.db.prepare(
+        `UPDATE ${table} SET ${cols.map((c) => `${c} = ?`).join(", ")} WHERE ${key} = ?`,
+      );
+      this.#updates.set(sig, stmt);
+    }
+    params.push(id);
+    const r = stmt.run(params);
     if (r.changes !== 1)
       throw new RatchetError(ErrorCode.Internal, `update of ${table} ${id} changed ${r.changes} rows`);
   }
 
   updatePlan(planId: string, patch: PlanPatch): void {
-    this.#update("plans", "plan_id", planId, { ...patch, updated_at: patch.updated_at ?? this.#now() });
+    this.#update("plans", "plan_id", planId, patch);
   }
 
   listPlans(q: PlanQuery): PlanRow[] {
@@ -148,23 +223,23 @@ export class SqliteStore implements Store {
 
   insertStep(s: StepRow): void {
     this.#requireTx("insertStep");
-    this.#stmt(insertSql("steps", STEP_COLUMNS)).run(s);
+    this.#stmt(INSERT_STEP).run(s);
   }
 
   getStep(stepId: string): StepRow | undefined {
-    return this.#stmt("SELECT * FROM steps WHERE step_id = ?").get(stepId) as StepRow | undefined;
+    return this.#rows<StepRow>("SELECT * FROM steps WHERE step_id = ?").get(stepId);
   }
 
   updateStep(stepId: string, patch: StepPatch): void {
-    this.#update("steps", "step_id", stepId, { ...patch, updated_at: patch.updated_at ?? this.#now() });
+    this.#update("steps", "step_id", stepId, patch);
   }
 
   stepsOfPlan(planId: string): StepRow[] {
-    return this.#stmt("SELECT * FROM steps WHERE plan_id = ? ORDER BY depth, seq").all(planId) as StepRow[];
+    return this.#rows<StepRow>("SELECT * FROM steps WHERE plan_id = ? ORDER BY depth, seq").all(planId);
   }
 
   childrenOf(stepId: string): StepRow[] {
-    return this.#stmt("SELECT * FROM steps WHERE parent_step_id = ? ORDER BY seq").all(stepId) as StepRow[];
+    return this.#rows<StepRow>("SELECT * FROM steps WHERE parent_step_id = ? ORDER BY seq").all(stepId);
   }
 
   countOpenSteps(planId: string): number {
@@ -172,6 +247,24 @@ export class SqliteStore implements Store {
       "SELECT COUNT(*) AS n FROM steps WHERE plan_id = ? AND role = 'regular' AND status IN ('PENDING', 'IN_PROGRESS', 'NEEDS_REVIEW')",
     ).get(planId) as { n: number };
     return r.n;
+  }
+
+  hasOpenSteps(planId: string): boolean {
+    // Newest rows first (steps_plan read backwards, no sort): plans are worked front to back, so an
+    // open step is usually among the last inserted, and the scan stops at the first one.
+    return (
+      this.#stmt(
+        "SELECT 1 FROM steps WHERE plan_id = ? AND role = 'regular' AND status IN ('PENDING', 'IN_PROGRESS', 'NEEDS_REVIEW') ORDER BY rowid DESC LIMIT 1",
+      ).get(planId) !== undefined
+    );
+  }
+
+  stepStatus(stepId: string): string | undefined {
+    return this.#pluck("SELECT status FROM steps WHERE step_id = ?").get(stepId) as string | undefined;
+  }
+
+  planStatus(planId: string): string | undefined {
+    return this.#pluck("SELECT status FROM plans WHERE plan_id = ?").get(planId) as string | undefined;
   }
 
   releaseLeases(planId: string): number {
