@@ -10,6 +10,7 @@
  * transactions, and the next writer is not blocked by the dead one's lock.
  */
 import { readdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { PgStore } from "../../src/store/index.js";
 import { PG_MIGRATIONS } from "../../src/store/postgres/migrations.js";
@@ -352,22 +353,20 @@ describe.runIf(pgAvailable())("choosing PostgreSQL", () => {
     expect(bad.stderr).toMatch(/store\.url: must be a postgres:\/\/ or postgresql:\/\/ URL/);
   });
 
-  test("commands that still need SQLite refuse PostgreSQL naming the command, and write nothing", async () => {
+  test("the commands that once needed SQLite run on PostgreSQL and leave no stray SQLite file", async () => {
     const url = cluster.createDatabase();
     const box = machine(url);
-    // Workflow runs (`run`, `runs …`) moved behind RunStore and run on PostgreSQL: test/e2e/pg-runs.test.ts.
     for (const args of [
-      ["thread", "list"],
-      ["serve", "--port", "0"],
+      ["thread", "list", "--json"],
+      ["metric", "list", "--json"],
     ]) {
       const r = await box.run(args);
-      const name = args[0] === "thread" ? "ratchet thread list" : `ratchet ${args[0]}`;
-      expect(r.status, `${args.join(" ")}: ${r.stderr}`).toBe(2);
-      expect(r.stderr).toContain(`\`${name}\` needs the SQLite store`);
-      expect(r.stderr).toContain("docs/scale-out.md");
+      expect(r.status, `${args.join(" ")}: ${r.stderr}`).toBe(0);
+      expect(r.stderr).not.toContain("needs the SQLite store");
     }
-    // No stray SQLite file named after the URL, nothing in the folder but what the ledger makes.
+    // No SQLite file named after the URL, nothing in the folder but what the ledger makes.
     expect(readdirSync(box.dir).filter((n) => n !== ".ratchet")).toEqual([]);
+    expect(readdirSync(join(box.dir, ".ratchet")).filter((n) => n.endsWith(".db"))).toEqual([]);
   });
 
   test("events --follow on one machine sees what another machine writes, resuming after --since", async () => {
