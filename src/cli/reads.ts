@@ -85,48 +85,61 @@ export async function events(
     const q = { ...(opts.plan ? { planId: opts.plan } : {}) };
     print(ctx.store.listEvents({ ...q, since, limit }));
     if (!opts.follow) return 0;
-    const timeoutMs = opts.timeout === undefined ? 0 : Number(opts.timeout) * 1000;
-    const { startEventWake } = await import("../server/index.js");
-    await new Promise<void>((resolveFollow) => {
-      let pending: ReturnType<typeof setTimeout> | undefined;
-      let stopped = false;
-      const drain = () => {
-        pending = undefined;
-        if (stopped) return;
-        // Everything after the last printed id, however many batches (a wake-up carries no data).
-        for (;;) {
-          const rows = ctx.store.listEvents({ ...q, since, limit: 1000 });
-          print(rows);
-          if (rows.length < 1000 || stopped) return;
-        }
-      };
-      const kick = () => {
-        if (!pending && !stopped) pending = setTimeout(drain, 20);
-      };
-      // Wake on changes of the WAL file (SQLite) or on `NOTIFY ratchet_events` (PostgreSQL, a
-      // LISTEN session of its own); a slow timer covers a lost wake-up. Each wake-up reads by id.
-      const wake = startEventWake(
-        ctx.workspace.storeUrl ? { storeUrl: ctx.workspace.storeUrl } : { watchDir: ctx.workspace.dir },
-        kick,
-        { keepAlive: true },
-      );
-      let unsubscribe = () => {};
-      const stop = () => {
-        unsubscribe();
-        // The store closes once this resolves: a drain still queued must not touch it.
-        stopped = true;
-        if (pending) clearTimeout(pending);
-        wake.close();
-        process.off("SIGINT", stop);
-        process.off("SIGTERM", stop);
-        resolveFollow();
-      };
-      process.on("SIGINT", stop);
-      process.on("SIGTERM", stop);
-      // Nobody reads any more (`events --follow | head -1`): following is pointless.
-      unsubscribe = onStdoutGone(stop);
-      if (timeoutMs > 0) setTimeout(stop, timeoutMs).unref();
-    });
+    // SIGINT/SIGTERM end the follow cleanly (exit 0) from here on, also while it is still starting
+    // (loading the wake-up code, connecting its LISTEN session).
+    let stop: () => void = () => {};
+    let signalled = false;
+    const onSignal = () => {
+      signalled = true;
+      stop();
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+    try {
+      const timeoutMs = opts.timeout === undefined ? 0 : Number(opts.timeout) * 1000;
+      const { startEventWake } = await import("../server/index.js");
+      if (signalled) return 0;
+      await new Promise<void>((resolveFollow) => {
+        let pending: ReturnType<typeof setTimeout> | undefined;
+        let stopped = false;
+        const drain = () => {
+          pending = undefined;
+          if (stopped) return;
+          // Everything after the last printed id, however many batches (a wake-up carries no data).
+          for (;;) {
+            const rows = ctx.store.listEvents({ ...q, since, limit: 1000 });
+            print(rows);
+            if (rows.length < 1000 || stopped) return;
+          }
+        };
+        const kick = () => {
+          if (!pending && !stopped) pending = setTimeout(drain, 20);
+        };
+        // Wake on changes of the WAL file (SQLite) or on `NOTIFY ratchet_events` (PostgreSQL, a
+        // LISTEN session of its own); a slow timer covers a lost wake-up. Each wake-up reads by id.
+        const wake = startEventWake(
+          ctx.workspace.storeUrl ? { storeUrl: ctx.workspace.storeUrl } : { watchDir: ctx.workspace.dir },
+          kick,
+          { keepAlive: true },
+        );
+        let unsubscribe = () => {};
+        stop = () => {
+          if (stopped) return;
+          unsubscribe();
+          // The store closes once this resolves: a drain still queued must not touch it.
+          stopped = true;
+          if (pending) clearTimeout(pending);
+          wake.close();
+          resolveFollow();
+        };
+        // Nobody reads any more (`events --follow | head -1`): following is pointless.
+        unsubscribe = onStdoutGone(stop);
+        if (timeoutMs > 0) setTimeout(stop, timeoutMs).unref();
+      });
+    } finally {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    }
     return 0;
   });
 }

@@ -303,6 +303,16 @@ describe("events --follow on PostgreSQL", () => {
       await waitFor(() => follow.stdoutSoFar().includes("step.in_progress"), "the first event", 20_000);
       // drop the follower's LISTEN session: it must stay alive, reconnect and catch up by id
       const db = url.slice(url.lastIndexOf("/") + 1);
+      // the first event may come from the follower's first read, before its LISTEN session is up
+      await waitFor(
+        () =>
+          cluster.psql(
+            db,
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'ratchet-listen' AND datname = current_database()",
+          ).length === 1,
+        "the follower's LISTEN session",
+        20_000,
+      );
       const killed = cluster.psql(
         db,
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'ratchet-listen' AND datname = current_database()",
@@ -321,7 +331,7 @@ describe("events --follow on PostgreSQL", () => {
     } finally {
       follow.child.kill("SIGTERM");
       const done = await follow.done;
-      expect(done.status).toBe(0);
+      expect(done.status, `${done.signal} ${done.stderr}`).toBe(0);
     }
   });
 });
