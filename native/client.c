@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -328,6 +329,21 @@ int main(int argc, char **argv) {
   if (strncmp(in.p, version, strlen(version)) != 0 || !json_field(in.p, "build", &hello_build) ||
       strcmp(hello_build.p ? hello_build.p : "", build) != 0)
     fallback(NULL, 0);
+  /* the daemon's key (written before it listened; a process that cannot read .ratchet/ has none) */
+  char key[160];
+  {
+    char kpath[PATH_MAX + 32];
+    if (snprintf(kpath, sizeof kpath, "%s/daemon.key", ws) >= (int)sizeof kpath) fallback(NULL, 0);
+    int kfd = open(kpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (kfd < 0) fallback(NULL, 0);
+    ssize_t kn = read(kfd, key, sizeof key - 1);
+    close(kfd);
+    if (kn <= 0) fallback(NULL, 0);
+    key[kn] = 0;
+    while (kn > 0 && (key[kn - 1] == '\n' || key[kn - 1] == '\r')) key[--kn] = 0;
+    for (ssize_t i = 0; i < kn; i++)
+      if (!((key[i] >= '0' && key[i] <= '9') || (key[i] >= 'a' && key[i] <= 'f'))) fallback(NULL, 0);
+  }
 
   /* 2. the request */
   buf_t input = {0}, *stdin_bytes = NULL;
@@ -346,6 +362,8 @@ int main(int argc, char **argv) {
   buf_t req = {0};
   puts_(&req, "{\"build\":");
   put_json_string(&req, build);
+  puts_(&req, ",\"key\":");
+  put_json_string(&req, key);
   puts_(&req, ",\"args\":[");
   for (int i = 1; i < argc; i++) {
     if (i > 1) put(&req, ",", 1);

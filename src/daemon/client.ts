@@ -19,6 +19,7 @@ import {
   type Hello,
   IDLE_ENV,
   isServedCommand,
+  KEY_FILE,
   LOG_FILE,
   MAX_SOCKET_PATH,
   NO_DAEMON_ENV,
@@ -186,8 +187,16 @@ function exchange(
             // In-process reads it again and reports the error in its own words.
             return fallback();
           }
+          // The daemon's key (written before it listened); unreadable → in-process.
+          let key: string;
+          try {
+            key = readFileSync(join(dirname(socketPath), KEY_FILE), "utf8").trim();
+          } catch {
+            return fallback();
+          }
           const req: Request = {
             build,
+            key,
             args,
             cwd: process.cwd(),
             env: process.env as Record<string, string>,

@@ -17,6 +17,13 @@ export const PROTOCOL_VERSION = 1;
 export const SOCKET_FILE = "daemon.sock";
 export const LOCK_FILE = "daemon.lock";
 export const LOG_FILE = "daemon.log";
+/**
+ * The daemon's key: random bytes it writes (mode 0600) before it listens and that every request
+ * must carry. Connecting to a Unix socket is not confined by Landlock, but reading `.ratchet/` is:
+ * a confined script that reaches the socket cannot read the key, so it cannot make the daemon run
+ * anything (docs/daemon.md, docs/security.md).
+ */
+export const KEY_FILE = "daemon.key";
 
 /** The environment switch that turns the daemon off (the CLI runs every command in-process). */
 export const NO_DAEMON_ENV = "RATCHET_NO_DAEMON";
@@ -84,6 +91,8 @@ export interface Hello {
 export interface Request {
   /** The client's build id: a daemon of another build refuses and exits. */
   build: string;
+  /** The contents of {@link KEY_FILE}: a request without the daemon's key is refused, nothing run. */
+  key: string;
   args: string[];
   cwd: string;
   /** The client's environment (secrets in it are redacted from what the op stores, as in-process). */
@@ -113,6 +122,8 @@ export const RefusalReason = {
   BadRequest: "bad_request",
   /** The daemon is shutting down. */
   Closing: "closing",
+  /** The request did not carry the daemon's key (a process that cannot read `.ratchet/`). */
+  Key: "key",
 } as const;
 export type RefusalReason = (typeof RefusalReason)[keyof typeof RefusalReason];
 

@@ -4,7 +4,17 @@
  * the in-process CLI does (`runFlowCommand`, the same FLOWS), one at a time, and answers only
  * after the op's transaction has committed. See ARCHITECTURE.md and docs/daemon.md.
  */
-import { lstatSync, unlinkSync } from "node:fs";
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import {
+  closeSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { hostname } from "node:os";
 import { join } from "node:path";
@@ -19,6 +29,7 @@ import { buildIdOf, myUid, trustedFolder } from "./files.js";
 import {
   type Hello,
   isServedCommand,
+  KEY_FILE,
   LOCK_FILE,
   MAX_FRAME_BYTES,
   PROTOCOL_VERSION,
@@ -146,6 +157,7 @@ class Daemon {
   #idle: NodeJS.Timeout | undefined;
   #watch: NodeJS.Timeout | undefined;
   #socketIno = 0;
+  readonly #key = randomBytes(32).toString("hex");
   #stopping = false;
   #served = 0;
   #stopped!: () => void;
@@ -166,6 +178,8 @@ class Daemon {
     const done = new Promise<void>((resolve) => {
       this.#stopped = resolve;
     });
+    // The key first: a client reads it after the hello, so it exists before anyone can connect.
+    writeKey(join(this.ws.dir, KEY_FILE), this.#key);
     // Created 0600 from the start (a chmod after listen would leave a moment of wider access).
     const umask = process.umask(0o177);
     try {
@@ -210,6 +224,7 @@ class Daemon {
         // already gone
       }
     }
+    removeKey(join(this.ws.dir, KEY_FILE), this.#key);
     void this.#queue.then(() => {
       this.#store.close();
       this.#stopped();
@@ -282,6 +297,7 @@ class Daemon {
 
   /** Runs one command as the in-process CLI would, or refuses it (nothing run). */
   async #serve(req: Request): Promise<Reply | Refusal> {
+    if (!keyMatches(req.key, this.#key)) return { refused: RefusalReason.Key };
     if (req.build !== this.build || buildIdOf(this.opts.buildFile) !== this.build) {
       this.stop("a client of another build");
       return { refused: RefusalReason.Build };
@@ -335,4 +351,32 @@ class Daemon {
     this.#served++;
     return { status, stdout, stderr };
   }
+}
+
+/** Writes the key file: mode 0600 from its creation, fsynced, renamed into place. */
+function writeKey(path: string, key: string): void {
+  const tmp = `${path}.${process.pid}.tmp`;
+  const fd = openSync(tmp, "w", 0o600);
+  try {
+    writeSync(fd, `${key}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+}
+
+/** Removes the key file when it is still this daemon's (a newer daemon may have replaced it). */
+function removeKey(path: string, key: string): void {
+  try {
+    if (readFileSync(path, "utf8").trim() === key) unlinkSync(path);
+  } catch {
+    // gone already
+  }
+}
+
+/** Constant-time comparison of a request's key with the daemon's. */
+function keyMatches(given: unknown, key: string): boolean {
+  if (typeof given !== "string" || given.length !== key.length) return false;
+  return timingSafeEqual(Buffer.from(given), Buffer.from(key));
 }

@@ -456,6 +456,8 @@ describe.each(["node", "native"] as const)("the %s client against a daemon that 
     lock.exec("BEGIN EXCLUSIVE");
     const requests: Request[] = [];
     const build = behave === "other-build" ? "0:0:0:0" : buildIdOf(DAEMON_FILE);
+    // the stand-in's key, as a real daemon writes it before it listens
+    writeFileSync(join(ws.ratchetDir, "daemon.key"), `${"ab".repeat(32)}\n`, { mode: 0o600 });
     const server = createServer((c) => {
       if (behave === "close-at-once") return void c.destroy();
       c.write(`${JSON.stringify({ ratchet_daemon: 1, build, pid: 1 })}\n`);
