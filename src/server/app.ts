@@ -61,7 +61,7 @@ export interface ServerAppOptions {
   readOnly?: boolean;
   /** Route groups mounted after the built-in API routes and before the dashboard. */
   extraRoutes?: readonly RouteGroup[];
-  /** One line per request. Default: none. */
+  /** One line per request, called just after the reply is sent. Default: none. */
   log?: (line: string) => void;
   /**
    * Hosts answered besides the loopback names: `name` (any port) or `name:port`. Default: none
@@ -133,7 +133,10 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
     app.use("*", async (c, next) => {
       const t = performance.now();
       await next();
-      log(`${c.req.method} ${c.req.path} ${c.res.status} ${(performance.now() - t).toFixed(1)}ms`);
+      const line = `${c.req.method} ${c.req.path} ${c.res.status} ${(performance.now() - t).toFixed(1)}ms`;
+      // Written after the reply has gone out (a terminal or a pipe write is synchronous and was a
+      // large share of a write op's latency); lines keep their order (setImmediate is FIFO).
+      setImmediate(() => log(line));
     });
   }
 
