@@ -9,11 +9,9 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { type HostPolicy, hostAllowed, originAllowed } from "../core/index.js";
 import type { ServerContext } from "./context.js";
-import { replyCode, replyError, ServerErrorCode } from "./http.js";
-import { MAX_BODY_BYTES } from "./limits.js";
+import { replyCode, replyError, ServerErrorCode, writeBodyLimit } from "./http.js";
 import { attentionRoutes } from "./routes/attention.js";
 import { ledgerRoutes } from "./routes/ledger.js";
 import { mcpRoutes } from "./routes/mcp.js";
@@ -156,11 +154,7 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
     await next();
     return undefined;
   };
-  const limit = bodyLimit({
-    maxSize: MAX_BODY_BYTES,
-    onError: (c) =>
-      replyCode(c, ServerErrorCode.TooLarge, `the body is larger than ${MAX_BODY_BYTES} bytes`, "body"),
-  });
+  const limit = writeBodyLimit<ServerEnv>();
   const write: MiddlewareHandler<ServerEnv> = async (c, next) => {
     const refusal = denied(c);
     if (refusal) return refusal;

@@ -23,20 +23,14 @@
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { Context } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { decodeUtf8Strict, type RatchetError } from "../../core/index.js";
 import type { RouteGroup } from "../app.js";
-import { replyCode, ServerErrorCode } from "../http.js";
-import { MAX_BODY_BYTES } from "../limits.js";
+import { writeBodyLimit } from "../http.js";
 import { createMcpServer } from "../mcp-server.js";
 import { argumentRefusals } from "../mcp-tools.js";
 
 // The body is read here, not by the transport, so its 4 MiB bound is applied here too.
-const limit = bodyLimit({
-  maxSize: MAX_BODY_BYTES,
-  onError: (c) =>
-    replyCode(c, ServerErrorCode.TooLarge, `the body is larger than ${MAX_BODY_BYTES} bytes`, "body"),
-});
+const limit = writeBodyLimit();
 
 /** Request headers a browser MCP client sends on `POST /mcp`. */
 const CORS_ALLOW_HEADERS =
