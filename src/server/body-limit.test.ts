@@ -104,7 +104,11 @@ describe("the body bound of writes and /mcp", () => {
       const body = make(1000);
       for (const chunked of [false, true]) {
         const r = await post(path, pieces(body), chunked);
-        expect({ chunked, status: r.status, body: r.status === 200 ? "" : r.body }).toEqual({ chunked, status: 200, body: "" });
+        expect({ chunked, status: r.status, body: r.status === 200 ? "" : r.body }).toEqual({
+          chunked,
+          status: 200,
+          body: "",
+        });
       }
       expect(planCount()).toBe(2);
     });
