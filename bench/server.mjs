@@ -13,9 +13,18 @@
 //      LIKE search → rows drawn); and SSE-to-DOM latency for a step change (another process commits
 //      `step start` → the plan view shows the step IN_PROGRESS; median over N), ÷ the SSE frame
 //      latency of (a) (commit → frame parsed by a Node client), the baseline.
-//      Skipped when /usr/bin/chromium is missing. BENCH_ONLY=events,lists,dashboard picks parts.
+//      Skipped when /usr/bin/chromium is missing.
+//  (d) One write op through the resident server (issue 19): `step start` as POST
+//      /api/flows/start-step (Node's fetch, keep-alive) and as MCP tools/call start_step (the MCP
+//      SDK client over streamable HTTP), against `ratchet serve` in its own process, warm, one op
+//      at a time; p50/p95 over N ops each, interleaved op by op with the baseline: the same flow
+//      (applyOp "start-step") called in-process on the same workspace. BENCH_BEFORE_ROOT=<checkout
+//      with a built dist/> adds the same two routes served by that checkout, interleaved too
+//      (the before/after of docs/performance.md "bench/server").
+// BENCH_ONLY=events,lists,dashboard,ops picks parts.
 import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
+import { Agent, request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { fmt, median, percentile, ROOT, report, tempDir } from "./lib.mjs";
 
@@ -267,6 +276,163 @@ async function lists() {
   return out;
 }
 
+// (d) one write op through HTTP and MCP against `ratchet serve`, ÷ the same flow in-process.
+async function serveAt(root, dir, token) {
+  const nodeArgs = process.env.BENCH_SERVE_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, join(root, "bin", "ratchet.js"), "serve", "--port", "0"],
+    {
+      cwd: dir,
+      env: { ...process.env, RATCHET_SERVER_TOKEN: token, RATCHET_NO_DAEMON: "1" },
+    },
+  );
+  let out = "";
+  child.stdout.setEncoding("utf8").on("data", (c) => (out += c));
+  child.stderr.setEncoding("utf8").on("data", (c) => (out += c));
+  const t = Date.now();
+  while (!/http:\/\/[^\s/"]+/.test(out)) {
+    if (Date.now() - t > 30_000 || child.exitCode !== null) throw new Error(`ratchet serve: ${out}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  // The request log (one line per request, with the time spent inside the app).
+  const inApp = (path) =>
+    [...out.matchAll(new RegExp(`POST ${path} 200 ([0-9.]+)ms`, "g"))].map((m) => Number(m[1]));
+  return { child, url: /http:\/\/[^\s/"]+/.exec(out)[0], inApp };
+}
+
+async function ops() {
+  const { Ledger, applyOp } = await import(join(ROOT, "dist", "ledger", "index.js"));
+  const { BlobStore } = await import(join(ROOT, "dist", "store", "index.js"));
+  const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+  const { StreamableHTTPClientTransport } = await import(
+    "@modelcontextprotocol/sdk/client/streamableHttp.js"
+  );
+  const N = quick ? 200 : 600;
+  const WARM = 30;
+  const roots = [["after", ROOT]];
+  if (process.env.BENCH_BEFORE_ROOT) roots.push(["before", process.env.BENCH_BEFORE_ROOT]);
+  const { dir, ws } = workspace("server-ops");
+  const store = SqliteStore.open(ws.dbPath);
+  const ledger = new Ledger({ store, blobs: new BlobStore(ws.blobsDir) });
+  const need = (N + WARM) * (1 + 3 * roots.length);
+  const ids = [];
+  for (let i = 0; ids.length < need; i++)
+    ids.push(
+      ...ledger.publish({
+        goal: `ops bench ${i}`,
+        steps: Array.from({ length: 200 }, (_, j) => ({ title: `s${j}`, type: "THINKING" })),
+      }).step_ids,
+    );
+  const token = "bench-token-0123456789abcdef";
+  const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+  const servers = [];
+  for (const [name, root] of roots) {
+    const s = await serveAt(root, dir, token);
+    const client = new Client({ name: "bench", version: "0" });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), {
+        requestInit: { headers: { authorization: headers.authorization } },
+      }),
+    );
+    servers.push({ name, ...s, client, h: [], m: [], r: [] });
+  }
+  const inproc = async () => {
+    const t0 = performance.now();
+    const r = await applyOp(ledger, "start-step", { step_id: ids.shift() }, { cwd: dir });
+    const ms = performance.now() - t0;
+    if (!r.ok) throw new Error(`in-process start-step: ${JSON.stringify(r)}`);
+    return ms;
+  };
+  const http = async (s) => {
+    const t0 = performance.now();
+    const res = await fetch(`${s.url}/api/flows/start-step`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ step_id: ids.shift() }),
+    });
+    const body = await res.json();
+    const ms = performance.now() - t0;
+    if (!body.ok) throw new Error(`HTTP start-step (${s.name}): ${JSON.stringify(body)}`);
+    return ms;
+  };
+  // The same POST through node:http with a keep-alive agent (one socket): the client's own cost
+  // is smaller than fetch's, so this is closer to what the server takes.
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const raw = (s) =>
+    new Promise((resolve, reject) => {
+      const body = JSON.stringify({ step_id: ids.shift() });
+      const t0 = performance.now();
+      const req = httpRequest(
+        `${s.url}/api/flows/start-step`,
+        { method: "POST", agent, headers: { ...headers, "content-length": Buffer.byteLength(body) } },
+        (res) => {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (c) => (text += c));
+          res.on("end", () => {
+            const ms = performance.now() - t0;
+            if (!JSON.parse(text).ok) reject(new Error(`node:http start-step (${s.name}): ${text}`));
+            else resolve(ms);
+          });
+        },
+      );
+      req.on("error", reject);
+      req.end(body);
+    });
+  const mcp = async (s) => {
+    const t0 = performance.now();
+    const r = await s.client.callTool({ name: "start_step", arguments: { step_id: ids.shift() } });
+    const ms = performance.now() - t0;
+    if (r.isError) throw new Error(`MCP start_step (${s.name}): ${JSON.stringify(r)}`);
+    return ms;
+  };
+  const base = [];
+  for (let i = 0; i < N + WARM; i++) {
+    const b = await inproc();
+    if (i >= WARM) base.push(b);
+    for (const s of servers) {
+      const h = await http(s);
+      const r = await raw(s);
+      const m = await mcp(s);
+      if (i >= WARM) {
+        s.h.push(h);
+        s.r.push(r);
+        s.m.push(m);
+      }
+    }
+  }
+  const out = {
+    "ops: in-process applyOp start-step p50 (ms)": median(base),
+    "ops: in-process p95 (ms)": percentile(base, 95),
+  };
+  for (const s of servers) {
+    const tag = s.name === "after" ? "" : ` [${s.name}: ${process.env.BENCH_BEFORE_ROOT}]`;
+    out[`ops: HTTP POST /api/flows/start-step p50 (ms)${tag}`] = median(s.h);
+    out[`ops: HTTP p95 (ms)${tag}`] = percentile(s.h, 95);
+    out[`ops: HTTP p50 ÷ in-process${tag}`] = median(s.h) / median(base);
+    out[`ops: HTTP via node:http keep-alive agent p50 (ms)${tag}`] = median(s.r);
+    out[`ops: HTTP via node:http p95 (ms)${tag}`] = percentile(s.r, 95);
+    out[`ops: MCP tools/call start_step p50 (ms)${tag}`] = median(s.m);
+    out[`ops: MCP p95 (ms)${tag}`] = percentile(s.m, 95);
+    const appH = s.inApp("/api/flows/start-step").slice(2 * WARM);
+    const appM = s.inApp("/mcp").slice(WARM + 2);
+    out[`ops: HTTP inside the server's app p50 (ms)${tag}`] = median(appH);
+    out[`ops: MCP inside the server's app p50 (ms)${tag}`] = median(appM);
+    out[`ops: MCP p50 ÷ in-process${tag}`] = median(s.m) / median(base);
+    await s.client.close();
+    s.child.kill("SIGTERM");
+    await new Promise((r) => (s.child.exitCode !== null ? r() : s.child.once("exit", r)));
+  }
+  agent.destroy();
+  const after = servers[0];
+  out["target: HTTP and MCP ≤ 2 ms p50"] = Math.max(median(after.h), median(after.m)) <= 2 ? "met" : "MISSED";
+  out[`ops: samples`] = `${N} per route, after ${WARM} warm-up ops`;
+  store.close();
+  rmSync(dir, { recursive: true, force: true });
+  return out;
+}
+
 const only = process.env.BENCH_ONLY?.split(",");
 const figures = {};
 let frameP50;
@@ -287,5 +453,6 @@ if (!only || only.includes("dashboard")) {
   const { dashboard } = await import("./server-dashboard.mjs");
   Object.assign(figures, await dashboard({ quick, workspace, frameP50, startServer }));
 }
+if (!only || only.includes("ops")) Object.assign(figures, await ops());
 report(only ? `server-${only.join("-")}` : "server", figures);
 console.log(`\n  (${fmt(REQUESTS, 0)} sequential requests per endpoint; the machine may be shared)`);

@@ -9,11 +9,9 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { type HostPolicy, hostAllowed, originAllowed } from "../core/index.js";
 import type { ServerContext } from "./context.js";
-import { replyCode, replyError, ServerErrorCode } from "./http.js";
-import { MAX_BODY_BYTES } from "./limits.js";
+import { replyCode, replyError, ServerErrorCode, writeBodyLimit } from "./http.js";
 import { attentionRoutes } from "./routes/attention.js";
 import { ledgerRoutes } from "./routes/ledger.js";
 import { mcpRoutes } from "./routes/mcp.js";
@@ -61,7 +59,7 @@ export interface ServerAppOptions {
   readOnly?: boolean;
   /** Route groups mounted after the built-in API routes and before the dashboard. */
   extraRoutes?: readonly RouteGroup[];
-  /** One line per request. Default: none. */
+  /** One line per request, called just after the reply is sent. Default: none. */
   log?: (line: string) => void;
   /**
    * Hosts answered besides the loopback names: `name` (any port) or `name:port`. Default: none
@@ -133,7 +131,10 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
     app.use("*", async (c, next) => {
       const t = performance.now();
       await next();
-      log(`${c.req.method} ${c.req.path} ${c.res.status} ${(performance.now() - t).toFixed(1)}ms`);
+      const line = `${c.req.method} ${c.req.path} ${c.res.status} ${(performance.now() - t).toFixed(1)}ms`;
+      // Written after the reply has gone out (a terminal or a pipe write is synchronous and was a
+      // large share of a write op's latency); lines keep their order (setImmediate is FIFO).
+      setImmediate(() => log(line));
     });
   }
 
@@ -153,11 +154,7 @@ export function createServerApp(opts: ServerAppOptions): ServerApp {
     await next();
     return undefined;
   };
-  const limit = bodyLimit({
-    maxSize: MAX_BODY_BYTES,
-    onError: (c) =>
-      replyCode(c, ServerErrorCode.TooLarge, `the body is larger than ${MAX_BODY_BYTES} bytes`, "body"),
-  });
+  const limit = writeBodyLimit<ServerEnv>();
   const write: MiddlewareHandler<ServerEnv> = async (c, next) => {
     const refusal = denied(c);
     if (refusal) return refusal;

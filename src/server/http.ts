@@ -2,7 +2,7 @@
  * The one mapping from errors to HTTP replies, body and query parsing, and keyset cursors.
  * Error bodies: `{ok:false, error:{code, message, field?}}`; write flows add their tail `marker`.
  */
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import {
   assertNoForbiddenKeys,
   decodeUtf8Strict,
@@ -11,7 +11,7 @@ import {
   RatchetError,
   toRatchetError,
 } from "../core/index.js";
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./limits.js";
+import { DEFAULT_PAGE_SIZE, MAX_BODY_BYTES, MAX_PAGE_SIZE } from "./limits.js";
 
 /** Codes only the server uses, beside the core's. */
 export const ServerErrorCode = {
@@ -171,4 +171,46 @@ export function stringParam(name: string, raw: unknown): string | undefined {
       field: name,
     });
   return raw;
+}
+
+/**
+ * The body size limit of writes and `/mcp`: 413 `body_too_large` past {@link MAX_BODY_BYTES}.
+ * A body with a `Content-Length` (and no `Transfer-Encoding`) is judged by that header alone, as
+ * hono's `bodyLimit` does, but without touching `c.req.raw.body`: on `@hono/node-server` that
+ * getter builds a full web `Request` and stream around the socket on every request, while reading
+ * the body later through `c.req.arrayBuffer()` takes the adapter's direct path. Node's HTTP parser
+ * holds the body to its declared length. Any other body (chunked) is counted as it arrives and
+ * refused once past the bound; under it, the request is rebuilt around the bytes read (hono's own
+ * `bodyLimit` rebuilt it from the adapter's request object, which failed with a 500).
+ */
+export function writeBodyLimit<E extends { Variables: object }>(): MiddlewareHandler<E> {
+  const onError = (c: Context) =>
+    replyCode(c, ServerErrorCode.TooLarge, `the body is larger than ${MAX_BODY_BYTES} bytes`, "body");
+  return async (c, next) => {
+    const length = c.req.header("content-length");
+    if (length !== undefined && c.req.header("transfer-encoding") === undefined)
+      return Number.parseInt(length, 10) > MAX_BODY_BYTES ? onError(c) : next();
+    const raw = c.req.raw;
+    if (!raw.body) return next();
+    const reader = raw.body.getReader();
+    const parts: Uint8Array[] = [];
+    let size = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.length;
+      if (size > MAX_BODY_BYTES) {
+        await reader.cancel().catch(() => undefined);
+        return onError(c);
+      }
+      parts.push(value);
+    }
+    c.req.raw = new Request(raw.url, {
+      method: raw.method,
+      headers: raw.headers,
+      body: Buffer.concat(parts, size),
+      signal: raw.signal,
+    });
+    return next();
+  };
 }

@@ -34,7 +34,7 @@ export interface McpServerOptions {
    * Refusals found on the raw JSON of the request (by JSON-RPC id) before the SDK parsed it: a
    * `tools/call` with one of these ids answers with the error instead of running.
    */
-  refusals?: ReadonlyMap<string | number, RatchetError>;
+  refusals?: ReadonlyMap<string | number, RatchetError> | (() => ReadonlyMap<string | number, RatchetError>);
 }
 
 function errorReply(err: RatchetError, marker?: unknown): CallToolResult {
@@ -73,7 +73,8 @@ export function createMcpServer(
     })),
   }));
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
-    const refused = opts.refusals?.get(extra.requestId);
+    const refusals = typeof opts.refusals === "function" ? opts.refusals() : opts.refusals;
+    const refused = refusals?.get(extra.requestId);
     if (refused) return errorReply(refused);
     const def = byName.get(req.params.name);
     if (!def)

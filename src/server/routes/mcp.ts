@@ -1,6 +1,12 @@
 /**
- * `/mcp`: the MCP server over streamable HTTP, stateless (a fresh server and transport per
- * request, JSON replies), behind the bearer token.
+ * `/mcp`: the MCP server over streamable HTTP, stateless (a fresh transport per request, JSON
+ * replies), behind the bearer token.
+ *
+ * The SDK `Server`s (tool, resource and prompt tables) are built once and kept in a pool of idle
+ * ones: a request takes one, connects it to its own fresh transport, and gives it back after the
+ * transport is closed. A server is connected to one transport at a time (the SDK refuses a second
+ * `connect`), so two requests in flight never share a server, a transport, or the request-id space
+ * of their refusals; a busy pool simply builds another server.
  *
  * The body is read here, strictly (UTF-8, JSON), and the arguments of every `tools/call` are checked
  * for `__proto__`/`constructor`/`prototype` keys on the raw JSON: the SDK's own parser silently
@@ -13,22 +19,18 @@
  * loopback origin, or a `server.allowed_hosts` name), echoed exactly, never `*`; a foreign origin
  * was already refused with 403 by the guard.
  */
+
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { Context } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { decodeUtf8Strict, type RatchetError } from "../../core/index.js";
 import type { RouteGroup } from "../app.js";
-import { replyCode, ServerErrorCode } from "../http.js";
-import { MAX_BODY_BYTES } from "../limits.js";
+import { writeBodyLimit } from "../http.js";
 import { createMcpServer } from "../mcp-server.js";
 import { argumentRefusals } from "../mcp-tools.js";
 
 // The body is read here, not by the transport, so its 4 MiB bound is applied here too.
-const limit = bodyLimit({
-  maxSize: MAX_BODY_BYTES,
-  onError: (c) =>
-    replyCode(c, ServerErrorCode.TooLarge, `the body is larger than ${MAX_BODY_BYTES} bytes`, "body"),
-});
+const limit = writeBodyLimit();
 
 /** Request headers a browser MCP client sends on `POST /mcp`. */
 const CORS_ALLOW_HEADERS =
@@ -50,6 +52,17 @@ function corsHeaders(origin: string | undefined): Record<string, string> {
     vary: "Origin",
   };
 }
+
+/** Idle servers kept for reuse; more in flight at once are built and dropped. */
+const POOL_MAX = 16;
+
+/** One pooled server and the refusals of the request it is serving now. */
+interface Pooled {
+  server: Server;
+  refusals: ReadonlyMap<string | number, RatchetError>;
+}
+
+const NONE: ReadonlyMap<string | number, RatchetError> = new Map();
 
 export const mcpRoutes: RouteGroup = (app, { ctx, auth, readOnly }) => {
   // A preflight carries no credentials: answered before the token check.
@@ -83,6 +96,23 @@ export const mcpRoutes: RouteGroup = (app, { ctx, auth, readOnly }) => {
   app.delete("/mcp", notAllowed);
   app.on(["PUT", "PATCH"], "/mcp", notAllowed);
 
+  const idle: Pooled[] = [];
+  const take = (): Pooled => {
+    const found = idle.pop();
+    if (found) return found;
+    const pooled: Pooled = { server: undefined as unknown as Server, refusals: NONE };
+    pooled.server = createMcpServer(ctx, { readOnly, refusals: () => pooled.refusals });
+    return pooled;
+  };
+  const giveBack = (pooled: Pooled): void => {
+    pooled.refusals = NONE;
+    // What an `initialize` told this server about its client is not the next request's client.
+    const s = pooled.server as unknown as { _clientCapabilities?: unknown; _clientVersion?: unknown };
+    s._clientCapabilities = undefined;
+    s._clientVersion = undefined;
+    if (pooled.server.transport === undefined && idle.length < POOL_MAX) idle.push(pooled);
+  };
+
   app.post("/mcp", auth, limit, async (c) => {
     let parsedBody: unknown;
     let refusals = new Map<string | number, RatchetError>();
@@ -99,7 +129,9 @@ export const mcpRoutes: RouteGroup = (app, { ctx, auth, readOnly }) => {
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
     });
-    const server = createMcpServer(ctx, { readOnly, refusals });
+    const pooled = take();
+    pooled.refusals = refusals;
+    const server = pooled.server;
     await server.connect(transport);
     try {
       const res = await transport.handleRequest(
@@ -110,6 +142,7 @@ export const mcpRoutes: RouteGroup = (app, { ctx, auth, readOnly }) => {
       return res;
     } finally {
       await server.close();
+      giveBack(pooled);
     }
   });
 };
