@@ -94,7 +94,9 @@ describe("runs list --status and metric list", () => {
     expect(running.stdout).not.toContain("run-two");
     const bad = await ratchet(["runs", "list", "--status", "done"], { cwd: ws.dir });
     expect(bad.status).toBe(2);
-    expect(bad.stderr).toContain("--status must be one of queued, running, passed, failed, interrupted, cancelled");
+    expect(bad.stderr).toContain(
+      "--status must be one of queued, running, passed, failed, interrupted, cancelled",
+    );
   });
 
   it("lists metrics newest first by plan, project and name", async () => {
