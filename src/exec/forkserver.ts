@@ -5,7 +5,9 @@
  * {@link Confinement} with `procSelf: false` and no launcher time limit), so the server and every
  * child it forks live in exactly the Landlock domain, mount namespace, seccomp filter and
  * capability set a plain start of the same confinement gets, under the same `ratchet-confine`
- * supervisor. A server therefore serves only runs of ONE confinement ({@link Forkserver.matches}).
+ * supervisor. A run's {@link ForkRun.confine} narrows it further in the run's keeper (a nested
+ * Landlock domain with the run's own roots, plus a seccomp filter refusing metadata calls), so one
+ * server started with a common base can serve the steps of one workflow ({@link pooledServer}).
  * Per run the server forks a keeper that enters a nested Landlock domain scoping signals (so the
  * run cannot signal, ptrace or read `/proc` of the server, and the keeper's `kill(-1)` reaches
  * exactly the run's processes); the keeper forks the script. The time limit is the server's per
