@@ -10,9 +10,14 @@
  * open descriptors. Each attempt must fail, and the same run with `RATCHET_NO_FORKSERVER=1` (a
  * plain start through the launcher) must give the same answers.
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { type Confinement, compileConfinement, parseProbe } from "../../src/exec/door.js";
+import { Forkserver, forkserverConfinement } from "../../src/exec/forkserver.js";
+import { type ForkKit, forkKit } from "../../src/exec/forkserver-kit.js";
+import { findConfine } from "../../src/exec/sandbox.js";
 import { assertBuilt, type TestWorkspace } from "../helpers/cli.js";
 import { runsOf } from "../helpers/run-home.js";
 import { attackWorkflow, probe, runJson, workspace } from "./door-kit.js";
@@ -191,4 +196,118 @@ describe("a learned step in a forked child is held to its own confinement", () =
       expect(existsSync(join(exec, "victim", "late.txt"))).toBe(false);
     });
   }
+});
+
+/**
+ * The narrowing itself: one server started with a WIDE base (the whole scratch folder writable and
+ * readable), the same attack asked twice — once as a run with its own roots (`confine`), once
+ * without. Without them the wider server's rights would be the script's (the control: the attack
+ * works); with them every attempt fails. So it is the child's own ruleset that holds a step.
+ */
+describe("the run's own roots are what confine a forked child", () => {
+  let kit: ForkKit | string;
+  let wide: Forkserver | { fallback: string } | undefined;
+  beforeAll(async () => {
+    kit = await forkKit();
+    if (typeof kit === "string") return;
+    const confine = findConfine() as string;
+    const features = parseProbe(spawnSync(confine, ["--probe"], { encoding: "utf8" }).stdout);
+    if (!features) return;
+    const base: Confinement = {
+      ...kit.confinement,
+      readRoots: [...kit.confinement.readRoots, kit.ws],
+      writeRoots: [kit.ws],
+    };
+    wide = await Forkserver.start({
+      door: compileConfinement(forkserverConfinement(base), {
+        kind: "ratchet-confine",
+        path: confine,
+        features,
+      }),
+      interpreter: kit.python,
+      cwd: kit.codeDir,
+      key: "wide",
+    });
+  });
+  afterAll(async () => {
+    if (wide instanceof Forkserver) await wide.close();
+    if (typeof kit !== "string") await kit.close();
+  });
+
+  const ATTEMPTS = `import ctypes, os, sys
+def attempt(name, fn):
+    try:
+        fn()
+        print(name, "ESCAPED")
+    except OSError as e:
+        print(name, "blocked", type(e).__name__)
+def write():
+    with open(os.path.join(sys.argv[1], "intruded.txt"), "w") as f:
+        f.write("x")
+def read():
+    open(sys.argv[2], "rb").read()
+libc = ctypes.CDLL(None, use_errno=True)
+def times():
+    if libc.syscall(280, -100, sys.argv[2].encode(), None, 0) != 0:
+        raise OSError(ctypes.get_errno(), "utimensat")
+attempt("write", write)
+attempt("read", read)
+attempt("metadata", times)
+with open(os.path.join(os.environ["STEP_OUTPUT_DIR"], "own.txt"), "w") as f:
+    f.write("mine")
+print("own ok")
+`;
+
+  it("with its roots the attack fails; without them (the control) the wide server's rights would be its", async () => {
+    if (typeof kit === "string" || !(wide instanceof Forkserver)) {
+      console.warn(`narrowing not tested: ${typeof kit === "string" ? kit : "no wide server"}`);
+      return;
+    }
+    const k = kit;
+    writeFileSync(join(k.codeDir, "main.py"), ATTEMPTS);
+    const ask = (confine: boolean) =>
+      (wide as Forkserver).run({
+        argv: ["main.py", k.ws, k.secret],
+        cwd: k.codeDir,
+        env: k.confinement.env,
+        timeoutMs: 20_000,
+        killGraceMs: 500,
+        maxCaptureBytes: 1 << 20,
+        ...(confine
+          ? {
+              confine: {
+                reads: k.confinement.readRoots,
+                writes: k.confinement.writeRoots,
+                files: k.confinement.writeFiles,
+              },
+            }
+          : {}),
+      });
+    const control = await ask(false);
+    expect(control.stdout, control.stderr).toBe("write ESCAPED\nread ESCAPED\nmetadata ESCAPED\nown ok\n");
+    rmSync(join(k.ws, "intruded.txt"), { force: true });
+    const narrowed = await ask(true);
+    expect(narrowed.stdout, narrowed.stderr).toBe(
+      "write blocked PermissionError\nread blocked PermissionError\nmetadata blocked PermissionError\nown ok\n",
+    );
+    expect(existsSync(join(k.ws, "intruded.txt"))).toBe(false);
+  });
+
+  it("a root the child cannot open makes the run a setup failure before any script byte runs", async () => {
+    if (typeof kit === "string" || !(wide instanceof Forkserver)) return;
+    const k = kit;
+    const marker = join(k.outDir, "ran.txt");
+    writeFileSync(join(k.codeDir, "main.py"), `open(${JSON.stringify(marker)}, "w").write("ran")\n`);
+    const r = await wide.run({
+      argv: ["main.py"],
+      cwd: k.codeDir,
+      env: k.confinement.env,
+      timeoutMs: 20_000,
+      killGraceMs: 500,
+      maxCaptureBytes: 1 << 20,
+      confine: { reads: k.confinement.readRoots, writes: [join(k.ws, "no-such-folder")], files: [] },
+    });
+    expect(r.spawnError?.code).toBe("ECONFINE");
+    expect(existsSync(marker)).toBe(false);
+  });
 });
