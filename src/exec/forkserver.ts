@@ -42,6 +42,8 @@ import type { ProcessRunner, RunResult } from "./types.js";
 export const FORKSERVER_FILE = "forkserver.py";
 /** How long a server may take to connect before the caller falls back to a plain start. */
 export const FORKSERVER_START_TIMEOUT_MS = 10_000;
+/** A server with no run for this long ends itself (a long-lived `ratchet serve` keeps none idle). */
+export const FORKSERVER_IDLE_MS = 60_000;
 
 let serverFile: string | null | undefined;
 
@@ -175,6 +177,7 @@ export class Forkserver {
   #closed = false;
   #queue: Promise<unknown> = Promise.resolve();
   #inFlight = 0;
+  #idle: NodeJS.Timeout | undefined;
   /** A folder the server may write, for the runs' private TMPDIRs (removed when the server ends). */
   tmpRoot: string | undefined;
 
@@ -311,12 +314,16 @@ export class Forkserver {
   /** Runs one script; resolves like the process runner does (never rejects for the script's failure). */
   run(req: ForkRun): Promise<RunResult> {
     this.#inFlight++;
+    clearTimeout(this.#idle);
     // While a run is asked, the socket keeps Node alive (the server itself never does).
     this.#sock.ref();
     const next = this.#queue
       .then(() => this.#run(req))
       .finally(() => {
-        if (--this.#inFlight === 0) this.#sock.unref();
+        if (--this.#inFlight > 0) return;
+        this.#sock.unref();
+        this.#idle = setTimeout(() => void this.close(), FORKSERVER_IDLE_MS);
+        this.#idle.unref();
       });
     this.#queue = next.catch(() => undefined);
     return next;
@@ -409,6 +416,7 @@ export class Forkserver {
 
   /** Ends the server (its supervisor kills everything left and removes the cleanup folders). */
   async close(): Promise<void> {
+    clearTimeout(this.#idle);
     this.#closed = true;
     this.#sock.destroy();
     this.#stop.abort();
