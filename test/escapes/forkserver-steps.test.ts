@@ -311,3 +311,24 @@ print("own ok")
     expect(existsSync(marker)).toBe(false);
   });
 });
+
+describe("a step that does not fit takes a plain start, and its log says why", () => {
+  it("a script that changes file modes runs plain (metadata calls are refused in a forked child) and passes", async () => {
+    if (!canFork()) return;
+    const code = `import json
+import os
+
+out = os.environ["STEP_OUTPUT_DIR"]
+path = os.path.join(out, "found.json")
+with open(path, "w") as f:
+    json.dump({"mode": "set"}, f)
+os.chmod(path, 0o640)
+`;
+    const wf = attackWorkflow(ws, "fs-misfit", [{ id: "modes", file: "main.py", code }]);
+    const run = runJson(await ws.run(["run", join(wf, "workflow.yaml"), "--json"]));
+    expect(run.steps.map((s) => s.outcome)).toEqual(["passed"]);
+    const show = await ws.run(["plan", "show", (run as unknown as { plan_id: string }).plan_id]);
+    expect(show.stdout).toContain("[plain start: the script may change file metadata");
+    expect(statSync(join(runsOf(wf), run.run_id, "modes", "found.json")).mode & 0o777).toBe(0o640);
+  });
+});
