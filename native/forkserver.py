@@ -15,7 +15,8 @@
 # on cancel. The script cannot signal, ptrace or read /proc of the server (outside its domain).
 #
 # Frames on the socket, both ways: 1 byte kind, 4 bytes big-endian length, payload.
-#   to the server:  b"q" JSON request {argv, cwd, env, path0, timeoutMs, killGraceMs} | b"c" cancel
+#   to the server:  b"q" JSON request {argv, cwd, env, path0, timeoutMs, killGraceMs, confine?} |
+#                   b"c" cancel  (confine: {reads, writes, files}, the run's own Landlock roots)
 #   from the server: b"r" ready | b"u" unsupported (reason) | b"o"/b"e" stdout/stderr bytes |
 #                    b"s" JSON status {exitCode, signal, timedOut, cancelled, pid}
 import sys
@@ -39,17 +40,124 @@ _SCOPE = (1 << 0) | (1 << 1)  # LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_S
 _PR_SET_CHILD_SUBREAPER = 36
 
 
-def _scope_domain():
-    """A nested Landlock domain that handles no file access (the launcher's rules stay exactly
-    as they are) and scopes signals: from here on no signal reaches a process outside it."""
-    attr = (ctypes.c_uint64 * 3)(0, 0, _SCOPE)
+_SYS_LANDLOCK_ADD_RULE = 445
+_LL_EXECUTE, _LL_WRITE_FILE, _LL_READ_FILE, _LL_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_LL_READ = _LL_EXECUTE | _LL_READ_FILE | _LL_READ_DIR
+_LL_TRUNCATE = 1 << 14
+_LL_FILE = _LL_EXECUTE | _LL_WRITE_FILE | _LL_READ_FILE | _LL_TRUNCATE
+_O_PATH = 0o10000000
+
+
+def _write_rights(abi):
+    """The write rights ratchet-confine handles on this ABI (native/confine.c write_rights)."""
+    r = _LL_WRITE_FILE
+    for bit in range(4, 13):  # REMOVE_DIR .. MAKE_SYM
+        r |= 1 << bit
+    if abi >= 2:
+        r |= 1 << 13  # REFER
+    if abi >= 3:
+        r |= _LL_TRUNCATE
+    return r
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _add_rule(ruleset, path, allowed, optional):
+    try:
+        fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        if optional:
+            return None
+        return "cannot open " + path
+    except OSError as e:
+        return "cannot open %s: %s" % (path, e.strerror)
+    try:
+        if not os.path.isdir(path):
+            allowed &= _LL_FILE  # Landlock refuses folder rights on a file
+        attr = _PathBeneath(allowed, fd)
+        if _libc.syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, 1, ctypes.byref(attr), 0) != 0:
+            return "landlock_add_rule %s: %s" % (path, os.strerror(ctypes.get_errno()))
+    finally:
+        os.close(fd)
+    return None
+
+
+# Metadata calls (x86_64 numbers): refused with EPERM in a run's child. The server's write roots
+# (the run home's runs folder) are writable mounts, and Landlock does not govern chmod/chown/utime/
+# xattr, so a run cannot be given "metadata only inside its own output folder" here; it gets
+# ratchet-confine's own fallback instead (refused everywhere, as without a mount namespace).
+_METADATA_NR_X86_64 = (90, 91, 92, 93, 94, 132, 235, 261, 268, 452, 260, 280, 188, 189, 190, 463, 197,
+                       198, 199, 466)
+_AUDIT_ARCH_X86_64 = 0xC000003E
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def _refuse_metadata():
+    if os.uname().machine != "x86_64":
+        return "metadata filter: only built for x86_64"
+    ld, jeq, ret = 0x20, 0x15, 0x06
+    allow, eperm = 0x7FFF0000, 0x00050000 | 1
+    prog = [(ld, 0, 0, 4), (jeq, 1, 0, _AUDIT_ARCH_X86_64), (ret, 0, 0, allow), (ld, 0, 0, 0)]
+    for nr in _METADATA_NR_X86_64:
+        prog += [(jeq, 0, 1, nr), (ret, 0, 0, eperm)]
+    prog.append((ret, 0, 0, allow))
+    arr = (_SockFilter * len(prog))(*[_SockFilter(*x) for x in prog])
+    fprog = _SockFprog(len(prog), arr)
+    if _libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+        return "seccomp metadata filter: " + os.strerror(ctypes.get_errno())
+    return None
+
+
+def _scope_domain(confine=None):
+    """A nested Landlock domain that scopes signals and abstract sockets: from here on no signal
+    reaches a process outside it. With `confine` ({reads, writes, files}: the run's own
+    confinement) the domain also handles every file right ratchet-confine handles and allows only
+    the run's own roots, so the run is held to its own policy inside the server's wider one
+    (Landlock layers: an access must be allowed by every layer). Without `confine` the launcher's
+    rules stay exactly as they are."""
+    handled = 0
+    if confine is not None:
+        abi = _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), 1)
+        if abi < 6:
+            return "Landlock ABI 6 is needed for a run's own ruleset"
+        handled = _write_rights(abi) | _LL_READ
+    attr = (ctypes.c_uint64 * 3)(handled, 0, _SCOPE)
     fd = _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(24), 0)
     if fd < 0:
         return "landlock_create_ruleset: " + os.strerror(ctypes.get_errno())
-    r = _libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, fd, 0)
-    os.close(fd)
-    if r != 0:
-        return "landlock_restrict_self: " + os.strerror(ctypes.get_errno())
+    try:
+        if confine is not None:
+            for p in confine["reads"]:
+                why = _add_rule(fd, p, _LL_READ, True)
+                if why:
+                    return why
+            for p in confine["writes"]:
+                why = _add_rule(fd, p, handled, False)
+                if why:
+                    return why
+            for p in confine["files"]:
+                why = _add_rule(fd, p, handled & _LL_FILE, False)
+                if why:
+                    return why
+            why = _refuse_metadata()
+            if why:
+                return why
+        r = _libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, fd, 0)
+        if r != 0:
+            return "landlock_restrict_self: " + os.strerror(ctypes.get_errno())
+    finally:
+        os.close(fd)
     if _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         return "PR_SET_CHILD_SUBREAPER: " + os.strerror(ctypes.get_errno())
     return None
@@ -141,9 +249,9 @@ def _run_script(req, out_w, err_w):
 
 def _keeper(req, out_w, err_w):
     """The run's root: starts the script, then kills whatever it left and reports its status."""
-    why = _scope_domain()
+    why = _scope_domain(req.get("confine"))
     if why:
-        os.write(err_w, ("ratchet-forkserver: " + why + "\n").encode())
+        os.write(err_w, ("ratchet-forkserver: cannot confine the run: " + why + "\n").encode())
         os._exit(125)
     grace = [False]
 

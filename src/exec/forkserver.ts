@@ -5,7 +5,9 @@
  * {@link Confinement} with `procSelf: false` and no launcher time limit), so the server and every
  * child it forks live in exactly the Landlock domain, mount namespace, seccomp filter and
  * capability set a plain start of the same confinement gets, under the same `ratchet-confine`
- * supervisor. A server therefore serves only runs of ONE confinement ({@link Forkserver.matches}).
+ * supervisor. A run's {@link ForkRun.confine} narrows it further in the run's keeper (a nested
+ * Landlock domain with the run's own roots, plus a seccomp filter refusing metadata calls), so one
+ * server started with a common base can serve the steps of one workflow ({@link pooledServer}).
  * Per run the server forks a keeper that enters a nested Landlock domain scoping signals (so the
  * run cannot signal, ptrace or read `/proc` of the server, and the keeper's `kill(-1)` reaches
  * exactly the run's processes); the keeper forks the script. The time limit is the server's per
@@ -40,6 +42,8 @@ import type { ProcessRunner, RunResult } from "./types.js";
 export const FORKSERVER_FILE = "forkserver.py";
 /** How long a server may take to connect before the caller falls back to a plain start. */
 export const FORKSERVER_START_TIMEOUT_MS = 10_000;
+/** A server with no run for this long ends itself (a long-lived `ratchet serve` keeps none idle). */
+export const FORKSERVER_IDLE_MS = 60_000;
 
 let serverFile: string | null | undefined;
 
@@ -77,6 +81,15 @@ export function fitsForkserver(source: string): string | undefined {
     return "the script names /proc (a forked child cannot read its own /proc/self)";
   if (/PYTHONHASHSEED|sys\.flags\.hash_randomization/.test(source))
     return "the script looks at the hash seed (shared by the runs of one server)";
+  // A run's child refuses metadata calls everywhere (its server's write root is the whole runs
+  // folder, which Landlock's rules cannot narrow for chmod/chown/utime/xattr): scripts that may
+  // make them (copies that keep modes or times, archives) take a plain start.
+  if (
+    /\b(chmod|fchmod|lchmod|chown|fchown|lchown|utime|utimes|setxattr|removexattr|touch|shutil|tarfile)\b/.test(
+      source,
+    )
+  )
+    return "the script may change file metadata (chmod/chown/utime/xattr are refused in a forked child)";
   return undefined;
 }
 
@@ -91,7 +104,23 @@ export interface ForkRun {
   maxCaptureBytes: number;
   signal?: AbortSignal;
   onOutput?: (chunk: Buffer, stream: "stdout" | "stderr") => void;
+  /**
+   * The run's own Landlock roots, applied in the run's keeper after the fork and before any script
+   * byte runs (a nested domain inside the server's: it can only narrow). Absent: the run gets the
+   * server's confinement as it is (a server started with exactly the run's confinement).
+   */
+  confine?: RunRoots;
 }
+
+/** The roots of one run's own confinement (a {@link Confinement}'s read, write and file roots). */
+export interface RunRoots {
+  reads: readonly string[];
+  writes: readonly string[];
+  files: readonly string[];
+}
+
+/** First line a run's keeper writes when it could not confine the run (exit 125, nothing ran). */
+export const KEEPER_SETUP_FAILURE = "ratchet-forkserver: cannot confine the run: ";
 
 type Frame = { kind: string; payload: Buffer };
 
@@ -147,6 +176,10 @@ export class Forkserver {
   #onFrame: ((f: Frame) => void) | undefined;
   #closed = false;
   #queue: Promise<unknown> = Promise.resolve();
+  #inFlight = 0;
+  #idle: NodeJS.Timeout | undefined;
+  /** A folder the server may write, for the runs' private TMPDIRs (removed when the server ends). */
+  tmpRoot: string | undefined;
 
   /** The server's own pid (inside the sandbox), for the escape tests. */
   serverPid = 0;
@@ -181,6 +214,11 @@ export class Forkserver {
   /** Whether the server is still there to take a run. */
   get alive(): boolean {
     return !this.#closed;
+  }
+
+  /** Whether a run is in flight or queued (one run at a time). */
+  get busy(): boolean {
+    return this.#inFlight > 0;
   }
 
   /**
@@ -226,6 +264,8 @@ export class Forkserver {
       timeoutMs: MAX_EXEC_TIMEOUT_MS,
       maxCaptureBytes: 64 * 1024,
       signal: stop.signal,
+      // Resident: Node may exit while the server waits (the launcher's parent-death signal ends it).
+      holdsLoop: false,
     });
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<"late">((resolve) => {
@@ -252,6 +292,7 @@ export class Forkserver {
     const hello = await server.#next();
     if (hello.kind === "r") {
       server.serverPid = Number(hello.payload.toString("latin1"));
+      first.unref();
       return server;
     }
     await server.close();
@@ -272,7 +313,18 @@ export class Forkserver {
 
   /** Runs one script; resolves like the process runner does (never rejects for the script's failure). */
   run(req: ForkRun): Promise<RunResult> {
-    const next = this.#queue.then(() => this.#run(req));
+    this.#inFlight++;
+    clearTimeout(this.#idle);
+    // While a run is asked, the socket keeps Node alive (the server itself never does).
+    this.#sock.ref();
+    const next = this.#queue
+      .then(() => this.#run(req))
+      .finally(() => {
+        if (--this.#inFlight > 0) return;
+        this.#sock.unref();
+        this.#idle = setTimeout(() => void this.close(), FORKSERVER_IDLE_MS);
+        this.#idle.unref();
+      });
     this.#queue = next.catch(() => undefined);
     return next;
   }
@@ -308,6 +360,7 @@ export class Forkserver {
       path0: req.cwd,
       timeoutMs: req.timeoutMs,
       killGraceMs: req.killGraceMs,
+      ...(req.confine ? { confine: req.confine } : {}),
     };
     if (!this.#closed) this.#sock.write(frame("q", Buffer.from(JSON.stringify(body))));
     const f = await status;
@@ -337,6 +390,11 @@ export class Forkserver {
       st.signal = null;
     }
     const [o, e, c] = [out.snapshot(), err.snapshot(), all.snapshot()];
+    // The keeper could not confine the run: nothing of the script ran (as the launcher's exit 125).
+    const setup =
+      st.exitCode === 125 && e.text.startsWith(KEEPER_SETUP_FAILURE)
+        ? { code: "ECONFINE", message: e.text.trim().split("\n")[0] ?? "" }
+        : undefined;
     return {
       exitCode: st.exitCode,
       signal: st.signal,
@@ -352,14 +410,56 @@ export class Forkserver {
       timedOut: st.timedOut,
       cancelled: st.cancelled,
       pid: st.pid,
+      ...(setup ? { spawnError: setup } : {}),
     };
   }
 
   /** Ends the server (its supervisor kills everything left and removes the cleanup folders). */
   async close(): Promise<void> {
+    clearTimeout(this.#idle);
     this.#closed = true;
     this.#sock.destroy();
     this.#stop.abort();
     await this.#process;
+  }
+}
+
+/** Servers kept for later runs, one per key (see {@link pooledServer}). */
+const pool = new Map<string, Promise<Forkserver | { fallback: string }>>();
+
+/**
+ * The pooled server for `key`, started with `start` when there is none (or the last one ended).
+ * Answers `{ fallback }` when it cannot serve now: it did not start (that answer is kept: the next
+ * runs of the key take a plain start at once) or it is busy with another run.
+ */
+export async function pooledServer(
+  key: string,
+  start: () => Promise<Forkserver | { fallback: string }>,
+): Promise<Forkserver | { fallback: string }> {
+  let entry = pool.get(key);
+  if (entry) {
+    const s = await entry;
+    if (s instanceof Forkserver && !s.alive) {
+      pool.delete(key);
+      entry = undefined;
+    }
+  }
+  if (!entry) {
+    entry = start();
+    pool.set(key, entry);
+  }
+  const s = await entry;
+  if (s instanceof Forkserver && s.busy)
+    return { fallback: "the pre-started interpreter is busy with another run" };
+  return s;
+}
+
+/** Ends every pooled server (tests; a process exiting ends them through the launcher). */
+export async function closePooledServers(): Promise<void> {
+  const all = [...pool.values()];
+  pool.clear();
+  for (const e of all) {
+    const s = await e;
+    if (s instanceof Forkserver) await s.close();
   }
 }

@@ -81,6 +81,10 @@ export function runProcess(req: RunRequest): Promise<RunResult> {
     if (code === undefined || code.startsWith("ERR_")) return Promise.reject(err);
     return Promise.resolve(emptyResult(elapsed(), { spawnError: describeSpawnError(err, c) }));
   }
+  if (!c.holdsLoop) {
+    child.unref();
+    for (const s of [child.stdout, child.stderr]) (s as { unref?: () => void } | null)?.unref?.();
+  }
   return supervise(child, c, fd, started);
 }
 
@@ -302,6 +306,7 @@ function supervise(
       timedOut = true;
       terminate(c.killGraceMs);
     }, c.timeoutMs);
+    if (!c.holdsLoop) timeoutTimer.unref();
     c.signal?.addEventListener("abort", onAbort, { once: true });
   }
   return result;

@@ -20,6 +20,7 @@ export interface CompiledRunRequest {
   stdin: string | Uint8Array | undefined;
   timeoutMs: number;
   signal: AbortSignal | undefined;
+  holdsLoop: boolean;
   maxCaptureBytes: number;
   killGraceMs: number;
   onOutput: RunRequest["onOutput"];
@@ -64,6 +65,7 @@ export function compileRunRequest(req: RunRequest): CompiledRunRequest {
     stdin: req.stdin,
     timeoutMs: Math.min(timeoutMs, MAX_EXEC_TIMEOUT_MS),
     signal: req.signal,
+    holdsLoop: req.holdsLoop !== false,
     maxCaptureBytes,
     killGraceMs: Math.min(killGraceMs, MAX_EXEC_TIMEOUT_MS),
     onOutput: req.onOutput,

@@ -27,6 +27,12 @@ export interface RunRequest {
   /** Cancels the run: the whole process group is killed and the result says `cancelled`. */
   signal?: AbortSignal;
   /**
+   * Whether the running child keeps Node's event loop alive. Default true. `false` for resident
+   * helpers (the forkserver): Node may exit while it runs, and the launcher's parent-death signal
+   * then ends it.
+   */
+  holdsLoop?: boolean;
+  /**
    * Capture cap in bytes, applied to stdout, stderr and the combined stream separately. Beyond it
    * the first half and a rolling last half are kept and the rest is counted. Default
    * `MAX_CAPTURE_BYTES` (64 MiB).

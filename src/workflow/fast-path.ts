@@ -27,8 +27,12 @@ import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { helperFiles, JAVASCRIPT_HELPER_FILE, PYTHON_HELPER_FILE } from "../bridge/helper-files.js";
 import { type Clock, type Redactor, systemClock } from "../core/index.js";
+import { Forkserver, fitsForkserver, pooledServer } from "../exec/forkserver.js";
 import {
   buildEnv,
+  compileConfinement,
+  confineLauncher,
+  DEFAULT_KILL_GRACE_MS,
   isSandboxSetupFailure,
   launcherTimedOut,
   type ProcessRunner,
@@ -38,6 +42,8 @@ import {
   resolveNode,
   resolvePython,
   type SandboxInfo,
+  Supervise,
+  scriptConfinement,
   stepDirPrefix,
   wrapCommand,
 } from "../exec/index.js";
@@ -345,54 +351,60 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     saved.language === "python"
       ? input.sandbox.python === "landlock"
       : input.sandbox.javascript.startsWith("landlock");
-  const tmpDir = underLandlock ? mkdtempSync(join(tmpdir(), stepDirPrefix())) : undefined;
-  const dropTmp = (): void => {
-    if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
-  };
-  const env = buildEnv({
-    inherit: "minimal",
-    base: baseEnv,
-    set: {
-      ...input.variables,
-      ...input.secrets,
-      ...(bridge ? { MCP_API_URL: bridge.url, MCP_API_TOKEN: bridge.token } : {}),
-      ...(tmpDir ? { TMPDIR: tmpDir } : {}),
-      PYTHONDONTWRITEBYTECODE: "1",
-      // Keeps stdout and stderr in the order the script wrote them in the captured log.
-      PYTHONUNBUFFERED: "1",
-      // Last, so nothing a workflow declares (nor the bridge) can override them.
-      STEP_OUTPUT_DIR: outputDir,
-      STEP_EXECUTION_DIR: codeDir,
-    },
-  });
   const forbid = {
     home: baseEnv.HOME,
     secretDirs: [join(workflowHome(wf), ".ratchet"), ...(input.readPolicy?.secretDirs ?? [])],
   };
-  const wrapped = wrapCommand(
-    {
-      language: saved.language,
-      interpreter,
-      script: scriptName,
-      args: input.dependencyDirs,
-      codeDir,
-      outputDir,
-      // The interpreter's folder too: a python3 installed under /tmp must stay visible in the sandbox.
-      readDirs: [workflowHome(wf), ...input.dependencyDirs, dirname(interpreter)],
-      readRoots: [
-        ...readRoots({
-          interpreters: resolved?.roots ?? [],
-          own: [workflowHome(wf)],
-          extra: input.readPolicy?.readRoots ?? [],
-          forbid,
-        }),
-        ...dependencyReadRoots(input.home, input.dependencyDirs, forbid),
-      ],
-      ...(tmpDir ? { tmpDir, cleanup: [tmpDir] } : {}),
-      timeoutMs: input.timeoutSeconds * 1000,
-    },
-    input.sandbox,
-  );
+  const ownReadRoots = readRoots({
+    interpreters: resolved?.roots ?? [],
+    own: [workflowHome(wf)],
+    extra: input.readPolicy?.readRoots ?? [],
+    forbid,
+  });
+  // The pre-started interpreter (exec/forkserver.ts), or why this step takes a plain start.
+  const fork =
+    saved.language === "python" && underLandlock
+      ? await stepForkserver({ input, interpreter, baseEnv, ownReadRoots, forbid, source: scriptBytes })
+      : undefined;
+  let tmpDir = underLandlock
+    ? mkdtempSync(join(fork instanceof Forkserver && fork.tmpRoot ? fork.tmpRoot : tmpdir(), stepDirPrefix()))
+    : undefined;
+  const dropTmp = (): void => {
+    if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
+  };
+  const stepEnv = (): Record<string, string> =>
+    buildEnv({
+      inherit: "minimal",
+      base: baseEnv,
+      set: {
+        ...input.variables,
+        ...input.secrets,
+        ...(bridge ? { MCP_API_URL: bridge.url, MCP_API_TOKEN: bridge.token } : {}),
+        ...(tmpDir ? { TMPDIR: tmpDir } : {}),
+        PYTHONDONTWRITEBYTECODE: "1",
+        // Keeps stdout and stderr in the order the script wrote them in the captured log.
+        PYTHONUNBUFFERED: "1",
+        // Last, so nothing a workflow declares (nor the bridge) can override them.
+        STEP_OUTPUT_DIR: outputDir,
+        STEP_EXECUTION_DIR: codeDir,
+      },
+    });
+  let env = stepEnv();
+  const scriptCommand = () => ({
+    language: saved.language,
+    interpreter,
+    script: scriptName,
+    args: input.dependencyDirs,
+    codeDir,
+    outputDir,
+    // The interpreter's folder too: a python3 installed under /tmp must stay visible in the sandbox.
+    readDirs: [workflowHome(wf), ...input.dependencyDirs, dirname(interpreter)],
+    readRoots: [...ownReadRoots, ...dependencyReadRoots(input.home, input.dependencyDirs, forbid)],
+    ...(tmpDir ? { tmpDir, cleanup: [tmpDir] } : {}),
+    timeoutMs: input.timeoutSeconds * 1000,
+  });
+  let cmd = scriptCommand();
+  const wrapped = wrapCommand(cmd, input.sandbox);
   const protectionNote =
     wrapped.protection === "none"
       ? `[write protection: none — ${input.sandbox.reason}; static review only]`
@@ -404,16 +416,42 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   // the error goes up (nothing keeps running unrecorded).
   const stop = new AbortController();
   const signal = input.signal ? AbortSignal.any([input.signal, stop.signal]) : stop.signal;
-  const running = (input.runner ?? realProcessRunner).run({
-    command: wrapped.command,
-    args: wrapped.args,
-    cwd: codeDir,
-    env,
-    timeoutMs: wrapped.runnerTimeoutMs,
-    maxCaptureBytes: STEP_MAX_CAPTURE_BYTES,
-    signal,
-    ...(live ? { onOutput: live.push } : {}),
-  });
+  const plainStart = (w: typeof wrapped): Promise<RunResult> =>
+    (input.runner ?? realProcessRunner).run({
+      command: w.command,
+      args: w.args,
+      cwd: codeDir,
+      env,
+      timeoutMs: w.runnerTimeoutMs,
+      maxCaptureBytes: STEP_MAX_CAPTURE_BYTES,
+      signal,
+      ...(live ? { onOutput: live.push } : {}),
+    });
+  let startNote = fork === undefined ? "" : fork instanceof Forkserver ? "" : fork.fallback;
+  const forkStart = async (server: Forkserver): Promise<RunResult> => {
+    const own = scriptConfinement(cmd);
+    const r = await server.run({
+      argv: [scriptName, ...input.dependencyDirs],
+      cwd: codeDir,
+      env,
+      timeoutMs: own.timeoutMs,
+      killGraceMs: own.killGraceMs,
+      maxCaptureBytes: STEP_MAX_CAPTURE_BYTES,
+      signal,
+      ...(live ? { onOutput: live.push } : {}),
+      // The step's own roots, applied in the child after the fork, before any script byte runs.
+      confine: { reads: own.readRoots, writes: own.writeRoots, files: own.writeFiles },
+    });
+    // Nothing of the script ran (the server ended, or the child could not be confined): a plain start.
+    if (!r.spawnError || signal.aborted) return r;
+    startNote = `the pre-started interpreter could not run it (${r.spawnError.message})`;
+    dropTmp();
+    tmpDir = mkdtempSync(join(tmpdir(), stepDirPrefix()));
+    env = stepEnv();
+    cmd = scriptCommand();
+    return plainStart(wrapCommand(cmd, input.sandbox));
+  };
+  const running = fork instanceof Forkserver ? forkStart(fork) : plainStart(wrapped);
   try {
     input.whileRunning?.();
   } catch (e) {
@@ -429,7 +467,13 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   const r: RunResult = launcherTimedOut(wrapped, raw.exitCode, raw.stderr) ? { ...raw, timedOut: true } : raw;
   const durationMs = r.durationMs;
   const output = redactor.redact(r.combined);
-  const header = `${shownCmd}\n${protectionNote}\n`;
+  const startLine =
+    fork === undefined
+      ? ""
+      : startNote === ""
+        ? "[started by the pre-started interpreter, confined to the step's own roots in the child]\n"
+        : `[plain start: ${startNote}]\n`;
+  const header = `${shownCmd}\n${protectionNote}\n${startLine}`;
 
   // 4. Harness failures and cancellations are not the script's: nothing recorded against it.
   if (r.spawnError || isSandboxSetupFailure(wrapped.protection, r.exitCode, r.stderr) || r.cancelled) {
@@ -554,4 +598,67 @@ function liveLines(
 export function savedLanguage(wf: Workflow, stepId: string): "python" | "javascript" | undefined {
   const s = savedScript(wf, stepId);
   return s && existsSync(s.path) ? s.language : undefined;
+}
+
+/**
+ * The pooled pre-started interpreter for a Python step under ratchet-confine, or why the step takes
+ * a plain start (docs/security.md "The pre-started interpreter"). One server per workflow, read
+ * roots and environment base: it is started THROUGH THE DOOR with the common base of the
+ * workflow's steps — the same read roots but the dependency folders, plus the run home's runs
+ * folder (where every step's output and working copy live); writes only under the runs folder and
+ * its own TMPDIR parent; no `/proc/self`; no secrets, variables or bridge token in its environment.
+ * Each run then narrows that in its child to exactly the step's own confinement.
+ */
+async function stepForkserver(o: {
+  input: LearnedStepInput;
+  interpreter: string;
+  baseEnv: NodeJS.ProcessEnv;
+  ownReadRoots: readonly string[];
+  forbid: { home?: string | undefined; secretDirs: readonly string[] };
+  source: Buffer;
+}): Promise<Forkserver | { fallback: string }> {
+  const { input } = o;
+  if (o.baseEnv.RATCHET_NO_FORKSERVER === "1") return { fallback: "RATCHET_NO_FORKSERVER=1" };
+  if (input.runner) return { fallback: "a process runner was given by the caller" };
+  const launcher = confineLauncher(input.sandbox);
+  if (launcher.kind !== "ratchet-confine") return { fallback: "no confining launcher" };
+  const f = launcher.features;
+  if (!f.v2 || !f.reads || !f.signals || f.abi < 6)
+    return {
+      fallback: "the launcher or kernel cannot scope a forked child (Landlock ABI 6 and a v2 launcher)",
+    };
+  const misfit = fitsForkserver(o.source.toString("utf8"));
+  if (misfit) return { fallback: misfit };
+  const runs = input.home.runs;
+  // The server may read all of the runs folder: nothing secret may lie inside it.
+  if ([...o.forbid.secretDirs, ...(o.forbid.home ? [o.forbid.home] : [])].some((d) => isWithin(runs, d)))
+    return { fallback: "a secret folder lies inside the runs folder" };
+  const env = buildEnv({
+    inherit: "minimal",
+    base: o.baseEnv,
+    set: { PYTHONDONTWRITEBYTECODE: "1", PYTHONUNBUFFERED: "1" },
+  });
+  const reads = [...o.ownReadRoots, runs];
+  const key = JSON.stringify([launcher.path, o.interpreter, reads, runs, Object.entries(env).sort()]);
+  return pooledServer(key, async () => {
+    const tmpRoot = mkdtempSync(join(tmpdir(), stepDirPrefix()));
+    const door = compileConfinement(
+      {
+        readRoots: reads,
+        writeRoots: [runs, tmpRoot],
+        writeFiles: ["/dev/null"],
+        env,
+        timeoutMs: 0,
+        killGraceMs: DEFAULT_KILL_GRACE_MS,
+        supervise: Supervise.Confine,
+        cleanup: [tmpRoot],
+        procSelf: false,
+      },
+      launcher,
+    );
+    const s = await Forkserver.start({ door, interpreter: o.interpreter, cwd: runs, key });
+    if (s instanceof Forkserver) s.tmpRoot = tmpRoot;
+    else rmSync(tmpRoot, { recursive: true, force: true });
+    return s;
+  });
 }
