@@ -37,7 +37,7 @@ import {
 import { materialiseBundle } from "./bundle.js";
 import { enqueueRunSync, ensureQueueSchema } from "./enqueue.js";
 import { parseRunJob, runTask, SCHEDULE_TASK, type ScheduleJobPayload } from "./jobs.js";
-import { RECOVER_EVERY_MS } from "./limits.js";
+import { JOB_MAX_ATTEMPTS, RECOVER_EVERY_MS, RESCHEDULE_MIN_MS } from "./limits.js";
 import { quietLogger } from "./log.js";
 import { scheduleItems, slotRunId } from "./schedule.js";
 
@@ -87,16 +87,19 @@ export interface WorkerSummary {
   skipped: number;
   /** Runs enqueued by schedule slots this worker fired. */
   scheduled: number;
+  /** Jobs put back for later because their workflow was at its `concurrency` limit. */
+  deferred: number;
 }
 
 /** Runs a worker until `stop` (or, with `once`, until nothing is due). */
 export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promise<WorkerSummary> {
   await ensureQueueSchema(ctx.store, opts.url);
   const owner = runOwner();
-  const summary: WorkerSummary = { owner, executed: {}, skipped: 0, scheduled: 0 };
+  const summary: WorkerSummary = { owner, executed: {}, skipped: 0, scheduled: 0, deferred: 0 };
   const byId = new Map(opts.scheduled.map((wf) => [wf.id, wf]));
   const cache = opts.cacheDir ?? defaultBundleCache(ctx.workspace);
   const kill = new AbortController();
+  let lastDeferredAt = 0;
   opts.kill?.addEventListener("abort", () => kill.abort(), { once: true });
 
   const runJob: Task = async (payload, helpers: JobHelpers) => {
@@ -120,7 +123,11 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
     try {
       const modelSteps = await opts.modelStepsFor?.(wf, ctx.workspace.dir);
       const report = await runWorkflow(ctx, wf, {
-        claim: { runId: job.run_id, leaseMs: opts.leaseMs },
+        claim: {
+          runId: job.run_id,
+          leaseMs: opts.leaseMs,
+          ...(limitedConcurrency(wf) !== null ? { maxRunning: limitedConcurrency(wf) as number } : {}),
+        },
         vars: job.vars,
         ...(job.group !== null ? { group: job.group } : {}),
         ...(job.only !== null ? { only: job.only } : {}),
@@ -133,6 +140,24 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
       opts.log(`run ${report.run_id} ${report.status} (workflow ${wf.id})`);
     } catch (e) {
       const err = toRatchetError(e);
+      if (err.code === ErrorCode.IllegalTransition && err.details?.field === "concurrency") {
+        // At the workflow's limit: the run stays queued; a new job (same key: the old one is ours,
+        // locked, so graphile clears its key) takes it again a little later. Added before this job
+        // completes, so the run is never without a job; the claim keeps it from running twice.
+        const runAt = new Date(
+          Date.now() + RESCHEDULE_MIN_MS + Math.floor(Math.random() * RESCHEDULE_MIN_MS),
+        );
+        await helpers.addJob(runTask(opts.queue), job, {
+          jobKey: job.run_id,
+          jobKeyMode: "replace",
+          runAt,
+          maxAttempts: JOB_MAX_ATTEMPTS,
+        });
+        summary.deferred++;
+        lastDeferredAt = Math.max(lastDeferredAt, runAt.getTime());
+        opts.log(`job ${helpers.job.id}: ${err.message}; taken again after ${runAt.toISOString()}`);
+        return;
+      }
       if (err.code === ErrorCode.IllegalTransition && err.details?.field === "run_id") {
         summary.skipped++;
         opts.log(`job ${helpers.job.id}: run ${job.run_id} was claimed elsewhere: not executed`);
@@ -202,8 +227,14 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
         await started;
         await runner.stop();
       }
-      // N single-job drains: each takes jobs until none is due.
-      await Promise.all(Array.from({ length: opts.concurrency }, () => runOnce(common)));
+      // N single-job drains: each takes jobs until none is due. A drain that put a job back for
+      // later (a workflow at its concurrency limit) waits for it and drains again.
+      for (;;) {
+        const before = summary.deferred;
+        await Promise.all(Array.from({ length: opts.concurrency }, () => runOnce(common)));
+        if (summary.deferred === before || kill.signal.aborted) break;
+        await new Promise((r) => setTimeout(r, Math.max(0, lastDeferredAt - Date.now()) + 50));
+      }
       return summary;
     }
     const events = new EventEmitter();
@@ -228,6 +259,11 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
   } finally {
     clearInterval(sweep);
   }
+}
+
+/** The limit the claim enforces for `wf` (`concurrency` above 1); 1 is a graphile queue (serialQueueOf). */
+function limitedConcurrency(wf: Workflow): number | null {
+  return wf.concurrency !== undefined && wf.concurrency > 1 && !wf.serial ? wf.concurrency : null;
 }
 
 /** `<workspace root>/.ratchet-worker/bundles`: the worker's bundle cache. */
