@@ -417,8 +417,13 @@ function addRunnerCommands(
     .description("run a task: exit 0 passed, 8 failed, 4 refused by preflight, 2 bad spec")
     .option("--json", "machine-readable output")
     .option("--quiet", "no progress and no summary on stdout (a failure is named on stderr)")
+    .option(
+      "--queue",
+      "enqueue the task for `ratchet worker` (PostgreSQL store with a queue); exit 0 once queued",
+    )
+    .option("--queue-name <name>", "with --queue: the worker queue (default: default)")
     .action(
-      act(async (spec: string, o: { json?: boolean; quiet?: boolean }) =>
+      act(async (spec: string, o: { json?: boolean; quiet?: boolean; queue?: boolean; queueName?: string }) =>
         (await rn()).runnerRun(spec, { ...globals(), ...o }),
       ),
     );

@@ -102,6 +102,7 @@ export async function cmdWorker(opts: GlobalOptions & WorkerFlags): Promise<numb
     process.on("SIGTERM", onSignal);
     try {
       const { modelStepsFor } = await import("./build-commands.js");
+      const { executeRunnerTask } = await import("./runner-commands.js");
       const summary = await runWorker(ctx, {
         url: ctx.workspace.storeUrl as string,
         concurrency,
@@ -112,6 +113,7 @@ export async function cmdWorker(opts: GlobalOptions & WorkerFlags): Promise<numb
         backfillSeconds: backfill,
         modelStepsFor: async (wf, dir) =>
           (await needsModel(wf)) ? modelStepsFor(dir, undefined) : undefined,
+        runnerTask: (spec, o) => executeRunnerTask(spec, ctx, o),
         log: (line) => (opts.json ? err(line) : out(line)),
         stop: stop.signal,
         kill: kill.signal,
@@ -119,7 +121,7 @@ export async function cmdWorker(opts: GlobalOptions & WorkerFlags): Promise<numb
       if (opts.json) out(JSON.stringify({ ok: true, op: "worker", ...summary }));
       else
         out(
-          `worker ${summary.owner} stopped: executed ${JSON.stringify(summary.executed)}, skipped ${summary.skipped}, scheduled ${summary.scheduled}`,
+          `worker ${summary.owner} stopped: executed ${JSON.stringify(summary.executed)}, skipped ${summary.skipped}, scheduled ${summary.scheduled}, runner tasks ${JSON.stringify(summary.tasks)}, deferred ${summary.deferred}`,
         );
       return 0;
     } finally {

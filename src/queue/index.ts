@@ -23,6 +23,17 @@ export {
   SCHEDULE_TASK,
 } from "./jobs.js";
 export * as queueLimits from "./limits.js";
+export {
+  claimRunnerJob,
+  enqueueRunnerTaskSync,
+  JobEvent as RunnerJobEvent,
+  type QueuedRunnerTask,
+  RUNNER_ENTITY,
+  type RunnerJobResult,
+  type RunnerTaskExecutor,
+  runnerJobEvents,
+  runnerTaskIdentifier,
+} from "./runner-job.js";
 export { scheduleIdentifier, scheduleItems, slotRunId } from "./schedule.js";
 export {
   checkConcurrency,

@@ -22,6 +22,7 @@ import { join } from "node:path";
 import type { JobHelpers, Runner, Task, TaskList } from "graphile-worker";
 import { ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
 import type { Ledger } from "../ledger/index.js";
+import { parseTaskSpec, type TaskSpec } from "../runner/index.js";
 import type { Blobs, Store, Workspace } from "../store/index.js";
 import {
   loadWorkflow,
@@ -39,6 +40,17 @@ import { enqueueRunSync, ensureQueueSchema } from "./enqueue.js";
 import { parseRunJob, runTask, SCHEDULE_TASK, type ScheduleJobPayload } from "./jobs.js";
 import { JOB_MAX_ATTEMPTS, RECOVER_EVERY_MS, RESCHEDULE_MIN_MS } from "./limits.js";
 import { quietLogger } from "./log.js";
+import {
+  claimRunnerJob,
+  parseRunnerJob,
+  RUNNER_ENTITY,
+  type RunnerJobResult,
+  type RunnerTaskExecutor,
+  recordRunnerResult,
+  recoverRunnerTasks,
+  runnerTaskIdentifier,
+  unreachableRepo,
+} from "./runner-job.js";
 import { scheduleItems, slotRunId } from "./schedule.js";
 
 export interface WorkerContext {
@@ -71,6 +83,8 @@ export interface WorkerOptions {
    * the scripts' sandbox may not read (it holds the secrets).
    */
   cacheDir?: string;
+  /** Runs a runner task (`ratchet runner run`'s code); undefined: runner jobs are not taken. */
+  runnerTask?: RunnerTaskExecutor;
   /** One line per event (started, run finished, …). */
   log: (line: string) => void;
   /** Aborted: stop taking jobs; running ones finish. */
@@ -87,6 +101,8 @@ export interface WorkerSummary {
   skipped: number;
   /** Runs enqueued by schedule slots this worker fired. */
   scheduled: number;
+  /** Runner tasks this worker ran, by status (and `interrupted`: a dead worker's claim closed). */
+  tasks: Record<string, number>;
   /** Jobs put back for later because their workflow was at its `concurrency` limit. */
   deferred: number;
 }
@@ -95,7 +111,7 @@ export interface WorkerSummary {
 export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promise<WorkerSummary> {
   await ensureQueueSchema(ctx.store, opts.url);
   const owner = runOwner();
-  const summary: WorkerSummary = { owner, executed: {}, skipped: 0, scheduled: 0, deferred: 0 };
+  const summary: WorkerSummary = { owner, executed: {}, skipped: 0, scheduled: 0, deferred: 0, tasks: {} };
   const byId = new Map(opts.scheduled.map((wf) => [wf.id, wf]));
   const cache = opts.cacheDir ?? defaultBundleCache(ctx.workspace);
   const kill = new AbortController();
@@ -175,6 +191,98 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
     }
   };
 
+  const runnerJob: Task = async (payload, helpers: JobHelpers) => {
+    const job = parseRunnerJob(payload);
+    const count = (k: string) => {
+      summary.tasks[k] = (summary.tasks[k] ?? 0) + 1;
+    };
+    const claim = claimRunnerJob(ctx.store, job.task_id, job.queue_id, owner);
+    if (claim !== "claimed") {
+      if (claim === "interrupted") count("interrupted");
+      else summary.skipped++;
+      opts.log(
+        `job ${helpers.job.id}: runner task ${job.task_id} (${job.queue_id}) ${claim === "interrupted" ? "was claimed by a worker that stopped: marked interrupted, not run again" : "already ended: not run again"}`,
+      );
+      return;
+    }
+    const end = (r: Omit<RunnerJobResult, "patch_blob" | "queue_id" | "owner">, patch: string | null) => {
+      recordRunnerResult(ctx, job.task_id, { ...r, queue_id: job.queue_id, owner }, patch);
+      count(r.status);
+      opts.log(`runner task ${job.task_id} ${r.status} (${r.stop_reason})`);
+    };
+    const refuse = (field: string, message: string) =>
+      end(
+        {
+          status: "error",
+          stop_reason: "error",
+          rounds: 0,
+          changed_files: [],
+          dod_passed: false,
+          error: message,
+          field,
+        },
+        null,
+      );
+    let spec: TaskSpec;
+    try {
+      spec = parseTaskSpec(job.spec, "/");
+    } catch (e) {
+      refuse("spec", `the queued spec is not valid on ${owner}: ${toRatchetError(e).message}`);
+      return;
+    }
+    const why = unreachableRepo(spec);
+    if (why) {
+      refuse(
+        "repo",
+        `repo: ${why}; the worker needs the task's repository at the spec's cwd (a shared checkout, or a clone at that path)`,
+      );
+      return;
+    }
+    if (!opts.runnerTask) {
+      refuse("model", `worker ${owner} cannot run runner tasks (no runner given)`);
+      return;
+    }
+    try {
+      const result = await opts.runnerTask(spec, {
+        signal: kill.signal,
+        onEvent: (e) =>
+          ctx.store.tx(() =>
+            ctx.store.appendEvent({
+              entityKind: RUNNER_ENTITY,
+              entityId: spec.task_id,
+              type: `runner.${e.type}`,
+              payload: e,
+            }),
+          ),
+      });
+      end(
+        {
+          status: result.status,
+          stop_reason: result.stop_reason,
+          rounds: result.rounds,
+          changed_files: result.changed_files,
+          dod_passed: result.dod.passed,
+          error: result.error ?? null,
+        },
+        result.patch_file,
+      );
+    } catch (e) {
+      const err = toRatchetError(e);
+      end(
+        {
+          status: "error",
+          stop_reason: "error",
+          rounds: 0,
+          changed_files: [],
+          dod_passed: false,
+          error: err.message,
+          ...(typeof err.details?.field === "string" ? { field: err.details.field } : {}),
+        },
+        null,
+      );
+    }
+  };
+
   const scheduleJob: Task = async (payload) => {
     const p = payload as ScheduleJobPayload;
     const wf = byId.get(p.workflow_id);
@@ -196,13 +304,19 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
     }
   };
 
-  const taskList: TaskList = { [runTask(opts.queue)]: runJob, [SCHEDULE_TASK]: scheduleJob };
+  const taskList: TaskList = {
+    [runTask(opts.queue)]: runJob,
+    [runnerTaskIdentifier(opts.queue)]: runnerJob,
+    [SCHEDULE_TASK]: scheduleJob,
+  };
   const { run: runGraphile, runOnce } = await import("graphile-worker");
   const logger = await quietLogger();
   const recover = () => {
     try {
       for (const r of recoverInterruptedRuns(ctx))
         opts.log(`run ${r.run_id} marked interrupted: ${r.reason}`);
+      for (const t of recoverRunnerTasks(ctx.store))
+        opts.log(`runner task ${t.task_id} (${t.queue_id}) marked interrupted: its worker is gone`);
     } catch (e) {
       opts.log(`recovery of expired leases failed (retried): ${(e as Error).message}`);
     }

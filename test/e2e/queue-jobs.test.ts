@@ -7,10 +7,11 @@
  *   once; jobs at the limit are put back for later, not lost, not doubled.
  * - Refusals of the field: 0, 101, a string, `serial: true` with `concurrency: 3`.
  */
-import { cpSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { PgStore } from "../../src/store/index.js";
+import { startScriptedModel } from "../../src/testing/scripted-model.js";
 import { type PgCluster, pgAvailable, startPgCluster } from "../harness/pg.js";
 import {
   assertBuilt,
@@ -19,13 +20,26 @@ import {
   mapLimit,
   parseMarker,
   ROOT,
+  type RunningCli,
   ratchet,
+  startRatchet,
+  waitFor,
 } from "../helpers/cli.js";
+import {
+  CALC_BUGGY,
+  CALC_FIXED_LINE,
+  calcSpec,
+  fixTurns,
+  GIT_IDENTITY,
+  makeRepo,
+} from "../helpers/runner-repo.js";
 
 vi.setConfig({ testTimeout: 300_000, hookTimeout: 120_000 });
 
 let cluster: PgCluster;
 const dirs: string[] = [];
+const running: RunningCli[] = [];
+const closers: (() => unknown)[] = [];
 const FIXTURES = join(ROOT, "test", "fixtures", "workflows");
 
 beforeAll(async () => {
@@ -33,7 +47,9 @@ beforeAll(async () => {
   if (!pgAvailable()) return;
   cluster = await startPgCluster();
 });
-afterAll(() => {
+afterAll(async () => {
+  for (const r of running) r.child.kill("SIGKILL");
+  for (const c of closers) await c();
   cluster?.stop();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
@@ -43,12 +59,17 @@ function machine(url: string, workflows: readonly string[] = [], extraEnv: Recor
   dirs.push(dir);
   for (const name of workflows)
     cpSync(join(FIXTURES, name), join(dir, "workflows", name), { recursive: true });
-  const env = { RATCHET_DB: url, RATCHET_QUEUE: "1", RATCHET_MODEL: undefined, ...extraEnv };
+  const env = { ...GIT_IDENTITY, RATCHET_DB: url, RATCHET_QUEUE: "1", RATCHET_MODEL: undefined, ...extraEnv };
   return {
     dir,
     wf: (name: string) => join(dir, "workflows", name),
     run: (args: readonly string[], more: Record<string, string | undefined> = {}) =>
       ratchet(args, { cwd: dir, env: { ...env, ...more }, timeoutMs: 250_000 }),
+    start: (args: readonly string[]) => {
+      const r = startRatchet(args, { cwd: dir, env, timeoutMs: 280_000 });
+      running.push(r);
+      return r;
+    },
   };
 }
 
@@ -173,4 +194,157 @@ describe.runIf(pgAvailable())("queue jobs and limits on PostgreSQL", () => {
       ),
     ).toEqual([{ queue_name: "ratchet:slow" }]);
   });
+
+  test("a runner task queued on one machine runs on a worker: events, result and patch blob in the database, exactly once", async () => {
+    const url = cluster.createDatabase();
+    const repo = makeRepo();
+    closers.push(() => repo.remove());
+    const spec = join(repo.root, "task.json");
+    writeFileSync(spec, JSON.stringify(calcSpec(repo)));
+    const model = await startScriptedModel({ script: { turns: fixTurns() } });
+    closers.push(() => model.close());
+    const enq = machine(url);
+    const q = await enq.run(["runner", "run", spec, "--queue", "--json"]);
+    expect(q.status, q.stderr).toBe(0);
+    const queued = json<{ status: string; task_id: string; queue_id: string; job_id: number }>(q);
+    expect(queued).toMatchObject({ status: "queued", task_id: "fix-calc" });
+    // Queued, not run: no model request, no output yet.
+    expect(model.requests()).toHaveLength(0);
+    expect(existsSync(repo.out)).toBe(false);
+    const w = machine(url, [], modelEnv(model.url));
+    const once = await w.run(["worker", "--once", "--json"]);
+    expect(once.status, once.stderr).toBe(0);
+    expect(parseMarker(once.stdout)).toMatchObject({ tasks: { passed: 1 } });
+    const types = taskEvents(url, "fix-calc").map((e) => e.type);
+    expect(types[0]).toBe("runner.job_queued");
+    expect(types[1]).toBe("runner.job_claimed");
+    expect(types).toContain("runner.task_started");
+    expect(types).toContain("runner.task_finished");
+    expect(types.at(-1)).toBe("runner.job_result");
+    const result = taskEvents(url, "fix-calc").at(-1)?.payload as Record<string, unknown>;
+    expect(result).toMatchObject({
+      queue_id: queued.queue_id,
+      status: "passed",
+      changed_files: ["calc.sh"],
+      dod_passed: true,
+    });
+    // The patch is a blob in the shared database, with the fix in it; the source repo is untouched.
+    const blob = rows<{ bytes: Buffer }>(url, "SELECT bytes FROM blobs WHERE hash = $1", [
+      String(result.patch_blob),
+    ]);
+    expect(blob).toHaveLength(1);
+    expect(Buffer.from(blob[0]?.bytes ?? []).toString("utf8")).toContain(CALC_FIXED_LINE);
+    expect(readFileSync(join(repo.repo, "calc.sh"), "utf8")).toBe(CALC_BUGGY);
+    const requests = model.requests().length;
+    expect(requests).toBeGreaterThan(0);
+    // A determined caller adds the same job again (another key): the task is not run a second time.
+    rows(url, "SELECT graphile_worker.add_job('ratchet_runner', $1::json)", [
+      JSON.stringify({
+        task_id: "fix-calc",
+        queue_id: queued.queue_id,
+        spec: JSON.parse(readFileSync(spec, "utf8")),
+      }),
+    ]);
+    const again = await w.run(["worker", "--once", "--json"]);
+    expect(again.status, again.stderr).toBe(0);
+    expect(parseMarker(again.stdout)).toMatchObject({ skipped: 1, tasks: {} });
+    expect(model.requests()).toHaveLength(requests);
+    expect(taskEvents(url, "fix-calc").filter((e) => e.type === "runner.job_result")).toHaveLength(1);
+  });
+
+  test("a runner task whose repo the worker cannot reach fails naming repo; bad flags and no queue are refused", async () => {
+    const url = cluster.createDatabase();
+    const repo = makeRepo();
+    closers.push(() => repo.remove());
+    const spec = join(repo.root, "task.json");
+    writeFileSync(spec, JSON.stringify(calcSpec(repo)));
+    const model = await startScriptedModel({ script: { turns: fixTurns() } });
+    closers.push(() => model.close());
+    const enq = machine(url);
+    // Refusals before anything is recorded.
+    const noQueue = await enq.run(["runner", "run", spec, "--queue", "--json"], { RATCHET_QUEUE: undefined });
+    expect(noQueue.status).toBe(2);
+    expect(noQueue.stderr).toContain("queue");
+    // A SQLite workspace: exit 2 naming the store.
+    const sqliteDir = makeTempDir("ratchet-qjobs-sqlite-");
+    dirs.push(sqliteDir);
+    expect((await ratchet(["init"], { cwd: sqliteDir })).status).toBe(0);
+    const noPg = await ratchet(["runner", "run", spec, "--queue", "--json"], {
+      cwd: sqliteDir,
+      env: { RATCHET_QUEUE: "1" },
+    });
+    expect(noPg.status, noPg.stderr).toBe(2);
+    expect(noPg.stderr).toContain("PostgreSQL");
+    const badName = await enq.run(["runner", "run", spec, "--queue", "--queue-name", "Bad Name"]);
+    expect(badName.status).toBe(2);
+    expect(badName.stderr).toContain("--queue-name");
+    const nameOnly = await enq.run(["runner", "run", spec, "--queue-name", "gpu"]);
+    expect(nameOnly.status).toBe(2);
+    expect(nameOnly.stderr).toContain("--queue");
+    expect(rows(url, "SELECT 1 FROM events WHERE entity_kind = 'runner_task'")).toHaveLength(0);
+    // Queued, then the repository is gone from where the spec says (the worker's machine lacks it).
+    const q = await enq.run(["runner", "run", spec, "--queue", "--json"]);
+    expect(q.status, q.stderr).toBe(0);
+    renameSync(repo.repo, `${repo.repo}-elsewhere`);
+    const w = machine(url, [], modelEnv(model.url));
+    const once = await w.run(["worker", "--once", "--json"]);
+    expect(once.status, once.stderr).toBe(0);
+    expect(parseMarker(once.stdout)).toMatchObject({ tasks: { error: 1 } });
+    const result = taskEvents(url, "fix-calc").at(-1);
+    expect(result?.type).toBe("runner.job_result");
+    expect(result?.payload).toMatchObject({ status: "error", field: "repo" });
+    expect(String(result?.payload.error)).toMatch(/^repo: /);
+    expect(model.requests()).toHaveLength(0);
+  });
+
+  test("a worker killed mid-task leaves the task interrupted, never run again", async () => {
+    const url = cluster.createDatabase();
+    const repo = makeRepo();
+    closers.push(() => repo.remove());
+    const spec = join(repo.root, "task.json");
+    writeFileSync(spec, JSON.stringify(calcSpec(repo)));
+    // The first reply never comes in time: the worker is mid-task when it is killed.
+    const model = await startScriptedModel({
+      script: { turns: [{ delay_ms: 120_000, text: "late" }, ...fixTurns()] },
+    });
+    closers.push(() => model.close());
+    const enq = machine(url);
+    const q = await enq.run(["runner", "run", spec, "--queue", "--json"]);
+    expect(q.status, q.stderr).toBe(0);
+    const w1 = machine(url, [], modelEnv(model.url));
+    const dying = w1.start(["worker", "--json"]);
+    await waitFor(() => model.requests().length === 1, "the worker's first model request", 60_000);
+    dying.child.kill("SIGKILL");
+    await dying.done;
+    expect(taskEvents(url, "fix-calc").map((e) => e.type)).toContain("runner.job_claimed");
+    // graphile would hand the job out again once its lock expires: expire it now.
+    rows(url, "UPDATE graphile_worker._private_jobs SET locked_at = NULL, locked_by = NULL");
+    const w2 = machine(url, [], modelEnv(model.url));
+    const once = await w2.run(["worker", "--once", "--json"]);
+    expect(once.status, once.stderr).toBe(0);
+    const evs = taskEvents(url, "fix-calc").map((e) => e.type);
+    expect(evs.filter((t) => t === "runner.job_interrupted")).toHaveLength(1);
+    expect(evs).not.toContain("runner.job_result");
+    expect(evs.filter((t) => t === "runner.job_claimed")).toHaveLength(1);
+    expect(model.requests()).toHaveLength(1);
+  });
 });
+
+function modelEnv(url: string): Record<string, string> {
+  return {
+    RATCHET_MODEL: "openai-compatible:scripted",
+    OPENAI_BASE_URL: url,
+    OPENAI_API_KEY: "sk-test-0000000000",
+  };
+}
+
+function taskEvents(url: string, taskId: string): { type: string; payload: Record<string, unknown> }[] {
+  return rows<{ type: string; payload: string }>(
+    url,
+    "SELECT type, payload FROM events WHERE entity_kind = 'runner_task' AND entity_id = $1 ORDER BY id",
+    [taskId],
+  ).map((e) => ({
+    type: e.type,
+    payload: typeof e.payload === "string" ? JSON.parse(e.payload) : e.payload,
+  }));
+}
