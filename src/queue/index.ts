@@ -36,6 +36,18 @@ export {
 } from "./runner-job.js";
 export { scheduleIdentifier, scheduleItems, slotRunId } from "./schedule.js";
 export {
+  enqueueThreadTurnSync,
+  newTurnId,
+  parseThreadTurn,
+  type QueuedTurn,
+  THREAD_TURN_ENTITY,
+  type ThreadTurnExecutor,
+  type ThreadTurnOutcome,
+  type ThreadTurnPayload,
+  TurnEvent,
+  threadTaskIdentifier,
+} from "./thread-job.js";
+export {
   checkConcurrency,
   runWorker,
   type WorkerContext,

@@ -25,12 +25,23 @@ import { DEFAULT_QUEUE } from "./jobs.js";
 import { JOB_MAX_ATTEMPTS } from "./limits.js";
 
 export const RUNNER_ENTITY = "runner_task";
-export const JobEvent = {
+
+/** The event names of one kind of event-claimed job (runner tasks, thread turns). */
+export interface JobEvents {
+  kind: string;
+  Queued: string;
+  Claimed: string;
+  Result: string;
+  Interrupted: string;
+}
+
+export const JobEvent: JobEvents = {
+  kind: RUNNER_ENTITY,
   Queued: "runner.job_queued",
   Claimed: "runner.job_claimed",
   Result: "runner.job_result",
   Interrupted: "runner.job_interrupted",
-} as const;
+};
 
 /** The task identifier of runner jobs in queue `name`. */
 export function runnerTaskIdentifier(queue: string = DEFAULT_QUEUE): string {
@@ -95,10 +106,15 @@ interface JobEventRow {
 }
 
 /** The queue events of one enqueue of a task, oldest first. */
-export function runnerJobEvents(store: Store, taskId: string, queueId?: string): JobEventRow[] {
+export function runnerJobEvents(
+  store: Store,
+  taskId: string,
+  queueId?: string,
+  names: JobEvents = JobEvent,
+): JobEventRow[] {
   const rows = store.sql.all<{ id: number; type: string; at: string; payload: string }>(
     "SELECT id, type, at, payload FROM events WHERE entity_kind = ? AND entity_id = ? AND type IN (?, ?, ?, ?) ORDER BY id",
-    [RUNNER_ENTITY, taskId, JobEvent.Queued, JobEvent.Claimed, JobEvent.Result, JobEvent.Interrupted],
+    [names.kind, taskId, names.Queued, names.Claimed, names.Result, names.Interrupted],
   );
   return rows
     .map((r) => ({
@@ -116,14 +132,21 @@ export type ClaimOutcome = "claimed" | "ended" | "interrupted";
  * The exactly-once point: under the write lock, claims the enqueue `queueId` of `taskId` for `owner`
  * unless a claim exists. A claim without a result (its worker died) is closed `interrupted` here.
  */
-export function claimRunnerJob(store: Store, taskId: string, queueId: string, owner: string): ClaimOutcome {
+export function claimRunnerJob(
+  store: Store,
+  taskId: string,
+  queueId: string,
+  owner: string,
+  names: JobEvents = JobEvent,
+): ClaimOutcome {
+  const JobEvent = names;
   return store.tx(() => {
-    const evs = runnerJobEvents(store, taskId, queueId);
+    const evs = runnerJobEvents(store, taskId, queueId, names);
     if (evs.some((e) => e.type === JobEvent.Result || e.type === JobEvent.Interrupted)) return "ended";
     const claim = evs.find((e) => e.type === JobEvent.Claimed);
     if (claim) {
       store.appendEvent({
-        entityKind: RUNNER_ENTITY,
+        entityKind: names.kind,
         entityId: taskId,
         type: JobEvent.Interrupted,
         payload: {
@@ -135,7 +158,7 @@ export function claimRunnerJob(store: Store, taskId: string, queueId: string, ow
       return "interrupted";
     }
     store.appendEvent({
-      entityKind: RUNNER_ENTITY,
+      entityKind: names.kind,
       entityId: taskId,
       type: JobEvent.Claimed,
       payload: { queue_id: queueId, owner },
@@ -192,11 +215,15 @@ export function recordRunnerResult(
 }
 
 /** Claims whose owner ran on this host and whose pid is gone: closed `interrupted`. */
-export function recoverRunnerTasks(store: Store): { task_id: string; queue_id: string }[] {
+export function recoverRunnerTasks(
+  store: Store,
+  names: JobEvents = JobEvent,
+): { task_id: string; queue_id: string }[] {
+  const JobEvent = names;
   const host = hostname();
   const claims = store.sql.all<{ entity_id: string; payload: string }>(
     "SELECT entity_id, payload FROM events WHERE entity_kind = ? AND type = ? ORDER BY id",
-    [RUNNER_ENTITY, JobEvent.Claimed],
+    [names.kind, JobEvent.Claimed],
   );
   const out: { task_id: string; queue_id: string }[] = [];
   for (const c of claims) {
@@ -204,11 +231,11 @@ export function recoverRunnerTasks(store: Store): { task_id: string; queue_id: s
     const [pid, h] = String(p.owner ?? "").split("@");
     if (h !== host || !pid || pidAlive(Number(pid))) continue;
     const queueId = String(p.queue_id);
-    const ended = runnerJobEvents(store, c.entity_id, queueId).some(
+    const ended = runnerJobEvents(store, c.entity_id, queueId, names).some(
       (e) => e.type === JobEvent.Result || e.type === JobEvent.Interrupted,
     );
     if (ended) continue;
-    if (claimRunnerJob(store, c.entity_id, queueId, "") === "interrupted")
+    if (claimRunnerJob(store, c.entity_id, queueId, "", names) === "interrupted")
       out.push({ task_id: c.entity_id, queue_id: queueId });
   }
   return out;

@@ -52,6 +52,7 @@ import {
   unreachableRepo,
 } from "./runner-job.js";
 import { scheduleItems, slotRunId } from "./schedule.js";
+import { parseThreadTurn, type ThreadTurnExecutor, TurnEvent, threadTaskIdentifier } from "./thread-job.js";
 
 export interface WorkerContext {
   workspace: Workspace;
@@ -85,6 +86,8 @@ export interface WorkerOptions {
   cacheDir?: string;
   /** Runs a runner task (`ratchet runner run`'s code); undefined: runner jobs are not taken. */
   runnerTask?: RunnerTaskExecutor;
+  /** Drives a thread turn (the thread service); undefined: turns fail naming `model`. */
+  threadTurn?: ThreadTurnExecutor;
   /** One line per event (started, run finished, …). */
   log: (line: string) => void;
   /** Aborted: stop taking jobs; running ones finish. */
@@ -103,6 +106,8 @@ export interface WorkerSummary {
   scheduled: number;
   /** Runner tasks this worker ran, by status (and `interrupted`: a dead worker's claim closed). */
   tasks: Record<string, number>;
+  /** Thread turns this worker drove, by outcome (`interrupted`: a dead worker's turn closed). */
+  turns: Record<string, number>;
   /** Jobs put back for later because their workflow was at its `concurrency` limit. */
   deferred: number;
 }
@@ -111,7 +116,15 @@ export interface WorkerSummary {
 export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promise<WorkerSummary> {
   await ensureQueueSchema(ctx.store, opts.url);
   const owner = runOwner();
-  const summary: WorkerSummary = { owner, executed: {}, skipped: 0, scheduled: 0, deferred: 0, tasks: {} };
+  const summary: WorkerSummary = {
+    owner,
+    executed: {},
+    skipped: 0,
+    scheduled: 0,
+    deferred: 0,
+    tasks: {},
+    turns: {},
+  };
   const byId = new Map(opts.scheduled.map((wf) => [wf.id, wf]));
   const cache = opts.cacheDir ?? defaultBundleCache(ctx.workspace);
   const kill = new AbortController();
@@ -283,6 +296,59 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
     }
   };
 
+  const threadJob: Task = async (payload, helpers: JobHelpers) => {
+    const turn = parseThreadTurn(payload);
+    const count = (k: string) => {
+      summary.turns[k] = (summary.turns[k] ?? 0) + 1;
+    };
+    const claim = claimRunnerJob(ctx.store, turn.turn_id, turn.turn_id, owner, TurnEvent);
+    if (claim !== "claimed") {
+      if (claim === "interrupted") count("interrupted");
+      else summary.skipped++;
+      opts.log(
+        `job ${helpers.job.id}: thread turn ${turn.turn_id} ${claim === "interrupted" ? "was claimed by a worker that stopped: marked interrupted, not driven again" : "already ended: not driven again"}`,
+      );
+      return;
+    }
+    const end = (r: Record<string, unknown> & { outcome: string }) => {
+      ctx.store.tx(() =>
+        ctx.store.appendEvent({
+          entityKind: TurnEvent.kind,
+          entityId: turn.turn_id,
+          type: TurnEvent.Result,
+          payload: { queue_id: turn.turn_id, op: turn.op, owner, ...r },
+        }),
+      );
+      count(r.outcome);
+      opts.log(
+        `thread turn ${turn.turn_id} (${turn.op}) ${r.outcome}${r.thread_id ? ` thread ${String(r.thread_id)}` : ""}`,
+      );
+    };
+    if (!opts.threadTurn) {
+      end({
+        outcome: "refused",
+        thread_id: turn.op === "resume" ? turn.thread_id : null,
+        error: `worker ${owner} cannot drive threads`,
+        field: "model",
+      });
+      return;
+    }
+    try {
+      const r = await opts.threadTurn(turn, kill.signal);
+      end({ ...r });
+    } catch (e) {
+      const err = toRatchetError(e);
+      // A resume refused (another live driver, not resumable) or a start refused (no model): recorded.
+      end({
+        outcome: "refused",
+        thread_id: turn.op === "resume" ? turn.thread_id : null,
+        error: err.message,
+        code: err.code,
+        ...(typeof err.details?.field === "string" ? { field: err.details.field } : {}),
+      });
+    }
+  };
+
   const scheduleJob: Task = async (payload) => {
     const p = payload as ScheduleJobPayload;
     const wf = byId.get(p.workflow_id);
@@ -307,6 +373,7 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
   const taskList: TaskList = {
     [runTask(opts.queue)]: runJob,
     [runnerTaskIdentifier(opts.queue)]: runnerJob,
+    [threadTaskIdentifier(opts.queue)]: threadJob,
     [SCHEDULE_TASK]: scheduleJob,
   };
   const { run: runGraphile, runOnce } = await import("graphile-worker");
@@ -315,6 +382,8 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
     try {
       for (const r of recoverInterruptedRuns(ctx))
         opts.log(`run ${r.run_id} marked interrupted: ${r.reason}`);
+      for (const t of recoverRunnerTasks(ctx.store, TurnEvent))
+        opts.log(`thread turn ${t.task_id} marked interrupted: its worker is gone`);
       for (const t of recoverRunnerTasks(ctx.store))
         opts.log(`runner task ${t.task_id} (${t.queue_id}) marked interrupted: its worker is gone`);
     } catch (e) {

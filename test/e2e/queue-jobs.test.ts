@@ -7,7 +7,7 @@
  *   once; jobs at the limit are put back for later, not lost, not doubled.
  * - Refusals of the field: 0, 101, a string, `serial: true` with `concurrency: 3`.
  */
-import { cpSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { PgStore } from "../../src/store/index.js";
@@ -328,7 +328,110 @@ describe.runIf(pgAvailable())("queue jobs and limits on PostgreSQL", () => {
     expect(evs.filter((t) => t === "runner.job_claimed")).toHaveLength(1);
     expect(model.requests()).toHaveLength(1);
   });
+
+  test("a thread started with --queue runs on a worker; an approval decided later enqueues the continuation; the call runs once", async () => {
+    const url = cluster.createDatabase();
+    const model = await startScriptedModel({
+      script: {
+        turns: [
+          { tool_calls: [{ id: "p1", name: "append", arguments: { line: "approved later" } }] },
+          { text: "Appended." },
+        ],
+      },
+    });
+    closers.push(() => model.close());
+    const shared = makeTempDir("ratchet-qjobs-out-");
+    dirs.push(shared);
+    const appendFile = join(shared, "appended.txt");
+    const config = JSON.stringify({
+      customTools: {
+        append: {
+          command: process.execPath,
+          args: [join(ROOT, "test/fixtures/threads/append-tool.mjs"), appendFile],
+          description: "Appends a line.",
+          input_schema: { type: "object", properties: { line: { type: "string" } }, required: ["line"] },
+        },
+      },
+      threads: { policy: { default: "allow", rules: [{ action: "append", decision: "require_approval" }] } },
+    });
+    const withConfig = (m: ReturnType<typeof machine>) => {
+      mkdirSync(join(m.dir, ".ratchet"), { recursive: true });
+      writeFileSync(join(m.dir, ".ratchet", "config.json"), config);
+      return m;
+    };
+    const a = withConfig(machine(url));
+    const w = withConfig(machine(url, [], modelEnv(model.url)));
+    const lines = () =>
+      existsSync(appendFile) ? readFileSync(appendFile, "utf8").split("\n").filter(Boolean) : [];
+    const q = await a.run(["thread", "start", "append a line", "--queue", "--json"]);
+    expect(q.status, q.stderr).toBe(0);
+    const queued = json<{ status: string; turn_id: string; turn: string }>(q);
+    expect(queued).toMatchObject({ status: "queued", turn: "start" });
+    expect(model.requests()).toHaveLength(0);
+    const first = await w.run(["worker", "--once", "--json"]);
+    expect(first.status, first.stderr).toBe(0);
+    expect(parseMarker(first.stdout)).toMatchObject({ turns: { waiting: 1 } });
+    const started = turnEvents(url, queued.turn_id).at(-1);
+    expect(started?.type).toBe("thread.turn_result");
+    const threadId = String(started?.payload.thread_id);
+    expect(
+      rows<{ state: string; driver: string | null }>(
+        url,
+        "SELECT state, driver FROM threads WHERE thread_id = $1",
+        [threadId],
+      ),
+    ).toEqual([{ state: "waiting", driver: null }]);
+    expect(lines()).toEqual([]);
+    // Refused before anything is queued: a resume of a thread that does not exist; --queue-name alone.
+    const unknown = await a.run(["thread", "resume", "thr-nope", "--queue", "--json"]);
+    expect(unknown.status).not.toBe(0);
+    expect(unknown.stderr).toContain("thr-nope");
+    const nameOnly = await a.run(["thread", "resume", threadId, "--queue-name", "gpu"]);
+    expect(nameOnly.status).toBe(2);
+    // The approval, decided on the other machine later, enqueues the continuation.
+    const approve = await a.run(["thread", "approve", threadId, "--queue", "--json"]);
+    expect(approve.status, approve.stderr).toBe(0);
+    const resumed = json<{
+      status: string;
+      turn_id: string;
+      turn: string;
+      thread_id: string;
+      call_id: string;
+    }>(approve);
+    expect(resumed).toMatchObject({ status: "queued", turn: "resume", thread_id: threadId, call_id: "p1" });
+    expect(lines()).toEqual([]);
+    const second = await w.run(["worker", "--once", "--json"]);
+    expect(second.status, second.stderr).toBe(0);
+    expect(parseMarker(second.stdout)).toMatchObject({ turns: { completed: 1 } });
+    expect(lines()).toEqual(["approved later"]);
+    expect(
+      rows<{ state: string }>(url, "SELECT state FROM threads WHERE thread_id = $1", [threadId]),
+    ).toEqual([{ state: "done" }]);
+    // A determined caller replays the resume job: not driven again, the call does not run twice.
+    rows(url, "SELECT graphile_worker.add_job('ratchet_thread', $1::json)", [
+      JSON.stringify({ turn_id: resumed.turn_id, op: "resume", thread_id: threadId }),
+    ]);
+    const replay = await w.run(["worker", "--once", "--json"]);
+    expect(replay.status, replay.stderr).toBe(0);
+    expect(parseMarker(replay.stdout)).toMatchObject({ skipped: 1, turns: {} });
+    expect(lines()).toEqual(["approved later"]);
+    // And a new resume of a finished thread is refused at enqueue, naming it.
+    const done = await a.run(["thread", "resume", threadId, "--queue"]);
+    expect(done.status).not.toBe(0);
+    expect(done.stderr).toContain(threadId);
+  });
 });
+
+function turnEvents(url: string, turnId: string): { type: string; payload: Record<string, unknown> }[] {
+  return rows<{ type: string; payload: string }>(
+    url,
+    "SELECT type, payload FROM events WHERE entity_kind = 'thread_turn' AND entity_id = $1 ORDER BY id",
+    [turnId],
+  ).map((e) => ({
+    type: e.type,
+    payload: typeof e.payload === "string" ? JSON.parse(e.payload) : e.payload,
+  }));
+}
 
 function modelEnv(url: string): Record<string, string> {
   return {
