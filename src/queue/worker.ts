@@ -38,7 +38,7 @@ import {
 import { materialiseBundle } from "./bundle.js";
 import { enqueueRunSync, ensureQueueSchema } from "./enqueue.js";
 import { parseRunJob, runTask, SCHEDULE_TASK, type ScheduleJobPayload } from "./jobs.js";
-import { JOB_MAX_ATTEMPTS, RECOVER_EVERY_MS, RESCHEDULE_MIN_MS } from "./limits.js";
+import { CLAIM_SWEEP_EVERY_MS, JOB_MAX_ATTEMPTS, RECOVER_EVERY_MS, RESCHEDULE_MIN_MS } from "./limits.js";
 import { quietLogger } from "./log.js";
 import {
   claimRunnerJob,
@@ -129,6 +129,7 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
   const cache = opts.cacheDir ?? defaultBundleCache(ctx.workspace);
   const kill = new AbortController();
   let lastDeferredAt = 0;
+  let lastClaimSweep = 0;
   opts.kill?.addEventListener("abort", () => kill.abort(), { once: true });
 
   const runJob: Task = async (payload, helpers: JobHelpers) => {
@@ -382,10 +383,14 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
     try {
       for (const r of recoverInterruptedRuns(ctx))
         opts.log(`run ${r.run_id} marked interrupted: ${r.reason}`);
-      for (const t of recoverRunnerTasks(ctx.store, TurnEvent))
-        opts.log(`thread turn ${t.task_id} marked interrupted: its worker is gone`);
-      for (const t of recoverRunnerTasks(ctx.store))
-        opts.log(`runner task ${t.task_id} (${t.queue_id}) marked interrupted: its worker is gone`);
+      // Claims of runner tasks and thread turns are events (no index by entity): swept less often.
+      if (Date.now() - lastClaimSweep >= CLAIM_SWEEP_EVERY_MS) {
+        lastClaimSweep = Date.now();
+        for (const t of recoverRunnerTasks(ctx.store, TurnEvent))
+          opts.log(`thread turn ${t.task_id} marked interrupted: its worker is gone`);
+        for (const t of recoverRunnerTasks(ctx.store))
+          opts.log(`runner task ${t.task_id} (${t.queue_id}) marked interrupted: its worker is gone`);
+      }
     } catch (e) {
       opts.log(`recovery of expired leases failed (retried): ${(e as Error).message}`);
     }
