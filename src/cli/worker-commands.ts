@@ -303,11 +303,11 @@ export function addWorkerCommands(program: Command, act: Act, globals: () => Glo
   program
     .command("worker")
     .description(
-      "take queued workflow runs (and fire workflow schedules) from the PostgreSQL store's queue (graphile-worker); needs queue.enabled or RATCHET_QUEUE=1",
+      "take queued workflow runs, runner tasks and thread turns (and fire workflow schedules) from the PostgreSQL store's queue (graphile-worker); needs queue.enabled or RATCHET_QUEUE=1",
     )
     .option("--concurrency <n>", "jobs run at once by this process (default 1)")
     .option("--once", "process the jobs that are due, then exit")
-    .option("--queue <name>", "take runs of this queue only (default: default)")
+    .option("--queue <name>", "take jobs of this queue only (default: default)")
     .option(
       "--workflows <dir>",
       "register the schedules of the workflows in dir (repeatable; default: <workspace>/workflows if it exists)",
