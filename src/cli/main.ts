@@ -417,8 +417,13 @@ function addRunnerCommands(
     .description("run a task: exit 0 passed, 8 failed, 4 refused by preflight, 2 bad spec")
     .option("--json", "machine-readable output")
     .option("--quiet", "no progress and no summary on stdout (a failure is named on stderr)")
+    .option(
+      "--queue",
+      "enqueue the task for `ratchet worker` (PostgreSQL store with a queue); exit 0 once queued",
+    )
+    .option("--queue-name <name>", "with --queue: the worker queue (default: default)")
     .action(
-      act(async (spec: string, o: { json?: boolean; quiet?: boolean }) =>
+      act(async (spec: string, o: { json?: boolean; quiet?: boolean; queue?: boolean; queueName?: string }) =>
         (await rn()).runnerRun(spec, { ...globals(), ...o }),
       ),
     );
@@ -567,6 +572,11 @@ function addThreadCommands(
     .option("--model <provider:model>", "model (default: RATCHET_MODEL)")
     .option("--wait-approval <seconds>", waitHelp)
     .option("--json", "one JSON line at the end instead of the live rendering")
+    .option(
+      "--queue",
+      "enqueue the turn for `ratchet worker` (PostgreSQL store with a queue) instead of driving it here",
+    )
+    .option("--queue-name <name>", "with --queue: the worker queue (default: default)")
     .addHelpText("after", '\nExample:\n  ratchet thread start "summarise the open issues" --project web')
     .action(act(async (goal: string, o: O) => (await tc()).threadStart(goal, { ...globals(), ...o })));
   thread
@@ -592,6 +602,11 @@ function addThreadCommands(
     .description("continue a Waiting or Suspended thread from its saved VM")
     .option("--wait-approval <seconds>", waitHelp)
     .option("--json", "one JSON line at the end")
+    .option(
+      "--queue",
+      "enqueue the turn for `ratchet worker` (PostgreSQL store with a queue) instead of driving it here",
+    )
+    .option("--queue-name <name>", "with --queue: the worker queue (default: default)")
     .action(act(async (id: string, o: O) => (await tc()).threadResume(id, { ...globals(), ...o })));
   for (const decision of ["approve", "deny"] as const) {
     const c = thread
@@ -605,7 +620,9 @@ function addThreadCommands(
       .option("--reason <text>", "recorded with the decision")
       .option("--no-resume", "only record the decision")
       .option("--wait-approval <seconds>", waitHelp)
-      .option("--json", "machine-readable output");
+      .option("--json", "machine-readable output")
+      .option("--queue", "continue the thread on a `ratchet worker` (enqueue the resume) instead of here")
+      .option("--queue-name <name>", "with --queue: the worker queue (default: default)");
     if (decision === "approve") c.option("--always", "also grant this action for the project from now on");
     c.action(
       act(async (id: string, o: O) => (await tc()).threadDecide(decision, id, { ...globals(), ...o })),

@@ -19,12 +19,14 @@ import {
   loadTaskSpec,
   runTask,
   type TaskEvent,
+  type TaskResult,
+  type TaskSpec,
   TERMINAL_STATES,
   taskIdsIn,
   WORKTREE_PREFIX,
 } from "../runner/index.js";
 import { parseSecretsFile } from "../workflow/index.js";
-import { type GlobalOptions, type LedgerContext, openLedgerContext } from "./context.js";
+import { type GlobalOptions, type LedgerContext, openLedgerContext, withLedgerContext } from "./context.js";
 import { err, out } from "./io.js";
 import { liveMode, taskProgressPrinter } from "./progress.js";
 
@@ -92,16 +94,61 @@ function taskRedactor(model: CompiledModelOptions, ctx: LedgerContext | undefine
   return redactor;
 }
 
+/**
+ * Runs `spec` as `ratchet runner run` does: the configured model, the redactor, the task's events
+ * recorded in the workspace's store (entity_kind `runner_task`) when `ctx` is given. The worker
+ * (src/queue/) runs queued tasks through this too.
+ */
+export async function executeRunnerTask(
+  spec: TaskSpec,
+  ctx: LedgerContext | undefined,
+  o: { signal: AbortSignal; onEvent?: (e: TaskEvent) => void },
+): Promise<TaskResult> {
+  const model = compileModelOptions({});
+  const client = createModelClient(model);
+  const redactor = taskRedactor(model, ctx);
+  return runTask(spec, {
+    client,
+    redactor,
+    signal: o.signal,
+    ...(o.onEvent ? { onEvent: o.onEvent } : {}),
+  });
+}
+
+/** `ratchet runner run <spec> --queue`: records the task and its job (exit 0 once queued). */
+async function runnerEnqueue(
+  spec: TaskSpec,
+  o: GlobalOptions & { json?: boolean; quiet?: boolean; queueName?: string },
+): Promise<number> {
+  const {
+    checkQueueName,
+    DEFAULT_QUEUE,
+    enqueueRunnerTaskSync,
+    ensureQueueSchema,
+    loadQueueConfig,
+    requireQueue,
+  } = await import("../queue/index.js");
+  const queue = checkQueueName(o.queueName ?? DEFAULT_QUEUE, "queue-name");
+  return withLedgerContext(o, async (ctx) => {
+    requireQueue(ctx.workspace, loadQueueConfig(ctx.workspace.dir), "ratchet runner run --queue");
+    await ensureQueueSchema(ctx.store, ctx.workspace.storeUrl as string);
+    const q = enqueueRunnerTaskSync(ctx.store, spec, queue);
+    if (o.json) out(JSON.stringify({ ok: true, op: "runner-enqueue", status: "queued", ...q }));
+    else if (!o.quiet) out(`task ${q.task_id} queued (queue ${q.queue}, id ${q.queue_id})`);
+    return 0;
+  });
+}
+
 /** `ratchet runner run <spec>`. */
 export async function runnerRun(
   file: string,
-  o: GlobalOptions & { json?: boolean; quiet?: boolean },
+  o: GlobalOptions & { json?: boolean; quiet?: boolean; queue?: boolean; queueName?: string },
 ): Promise<number> {
   const spec = loadTaskSpec(file);
-  const model = compileModelOptions({});
-  const client = createModelClient(model);
+  if (o.queueName !== undefined && !o.queue)
+    throw new RatchetError(ErrorCode.Usage, "--queue-name needs --queue", { field: "queue" });
+  if (o.queue) return runnerEnqueue(spec, o);
   const ctx = tryContext(o);
-  const redactor = taskRedactor(model, ctx);
   const abort = new AbortController();
   const onSignal = () => {
     abort.abort();
@@ -130,9 +177,7 @@ export async function runnerRun(
             live?.(e);
           }
         : undefined;
-    const result = await runTask(spec, {
-      client,
-      redactor,
+    const result = await executeRunnerTask(spec, ctx, {
       signal: abort.signal,
       ...(onEvent ? { onEvent } : {}),
     });

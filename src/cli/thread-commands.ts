@@ -135,6 +135,15 @@ function report(r: DriveResult, json: boolean | undefined): number {
 interface DriveOpts {
   json?: boolean;
   waitApproval?: string;
+  /** Enqueue the turn for `ratchet worker` instead of driving it here (src/queue/thread-job.ts). */
+  queue?: boolean;
+  queueName?: string;
+}
+
+function queueFlags(o: DriveOpts): boolean {
+  if (o.queueName !== undefined && !o.queue)
+    throw new RatchetError(ErrorCode.Usage, "--queue-name needs --queue", { field: "queue" });
+  return Boolean(o.queue);
 }
 
 function driveOptions(o: DriveOpts, threadId: () => string): Partial<ThreadServiceOptions> {
@@ -156,6 +165,16 @@ export async function threadStart(
   goal: string,
   o: ThreadGlobals & DriveOpts & { project?: string; model?: string },
 ): Promise<number> {
+  if (queueFlags(o))
+    return (await import("./worker-commands.js")).cmdEnqueueTurn(
+      {
+        op: "start",
+        goal,
+        ...(o.project ? { project: o.project } : {}),
+        ...(o.model ? { model: o.model } : {}),
+      },
+      o,
+    );
   let id = "";
   const svcOpts = driveOptions(o, () => id);
   const opened = open(o, svcOpts);
@@ -174,6 +193,8 @@ export async function threadStart(
 }
 
 export async function threadResume(id: string, o: ThreadGlobals & DriveOpts): Promise<number> {
+  if (queueFlags(o))
+    return (await import("./worker-commands.js")).cmdEnqueueTurn({ op: "resume", threadId: id }, o);
   return withService(
     o,
     async (svc) => report(await svc.resume(id), o.json),
@@ -186,6 +207,7 @@ export async function threadDecide(
   id: string,
   o: ThreadGlobals & DriveOpts & { approval?: string; always?: boolean; reason?: string; resume?: boolean },
 ): Promise<number> {
+  const queued = queueFlags(o);
   const opened = open(
     o,
     driveOptions(o, () => id),
@@ -211,6 +233,17 @@ export async function threadDecide(
       always: a.always === 1,
       driven: r.driven,
     };
+    if (queued && !r.driven && o.resume !== false) {
+      opened.close();
+      // The continuation goes to a worker: the decision is recorded, the thread resumes there.
+      return (await import("./worker-commands.js")).cmdEnqueueTurn(
+        { op: "resume", threadId: id },
+        {
+          ...o,
+          decided: { decision, approval_id: a.approval_id, call_id: a.call_id, action: a.action },
+        },
+      );
+    }
     if (r.driven || o.resume === false) {
       out(
         o.json

@@ -102,6 +102,7 @@ export async function cmdWorker(opts: GlobalOptions & WorkerFlags): Promise<numb
     process.on("SIGTERM", onSignal);
     try {
       const { modelStepsFor } = await import("./build-commands.js");
+      const { executeRunnerTask } = await import("./runner-commands.js");
       const summary = await runWorker(ctx, {
         url: ctx.workspace.storeUrl as string,
         concurrency,
@@ -112,6 +113,28 @@ export async function cmdWorker(opts: GlobalOptions & WorkerFlags): Promise<numb
         backfillSeconds: backfill,
         modelStepsFor: async (wf, dir) =>
           (await needsModel(wf)) ? modelStepsFor(dir, undefined) : undefined,
+        runnerTask: (spec, o) => executeRunnerTask(spec, ctx, o),
+        threadTurn: async (turn, signal) => {
+          const { threadServiceFor } = await import("./thread-commands.js");
+          const svc = threadServiceFor(ctx.store, ctx.workspace.dir, {
+            signal,
+            // A worker never sits on an approval: the thread is left Waiting; a decision enqueues the resume.
+            approvalWaitMs: 0,
+          });
+          const r =
+            turn.op === "start"
+              ? await svc.start(turn.goal, {
+                  ...(turn.project ? { project: turn.project } : {}),
+                  ...(turn.model ? { model: turn.model } : {}),
+                })
+              : await svc.resume(turn.thread_id);
+          return {
+            thread_id: r.thread.thread_id,
+            outcome: r.outcome,
+            state: r.thread.state,
+            reason: r.thread.reason,
+          };
+        },
         log: (line) => (opts.json ? err(line) : out(line)),
         stop: stop.signal,
         kill: kill.signal,
@@ -119,7 +142,7 @@ export async function cmdWorker(opts: GlobalOptions & WorkerFlags): Promise<numb
       if (opts.json) out(JSON.stringify({ ok: true, op: "worker", ...summary }));
       else
         out(
-          `worker ${summary.owner} stopped: executed ${JSON.stringify(summary.executed)}, skipped ${summary.skipped}, scheduled ${summary.scheduled}`,
+          `worker ${summary.owner} stopped: executed ${JSON.stringify(summary.executed)}, skipped ${summary.skipped}, scheduled ${summary.scheduled}, runner tasks ${JSON.stringify(summary.tasks)}, deferred ${summary.deferred}`,
         );
       return 0;
     } finally {
@@ -193,16 +216,98 @@ export async function cmdEnqueue(
   });
 }
 
+/**
+ * `thread start --queue` / `thread resume <id> --queue` (and approve/deny `--queue`): records a
+ * queued thread turn for `ratchet worker` (exit 0 once queued). A resume is refused at once when
+ * the thread is not resumable or a live driver holds it (exit 2 / 5 naming the thread).
+ */
+export async function cmdEnqueueTurn(
+  turn: { op: "start"; goal: string; project?: string; model?: string } | { op: "resume"; threadId: string },
+  opts: GlobalOptions & { json?: boolean; queueName?: string; decided?: Record<string, unknown> },
+): Promise<number> {
+  const {
+    checkQueueName,
+    DEFAULT_QUEUE,
+    enqueueThreadTurnSync,
+    ensureQueueSchema,
+    loadQueueConfig,
+    newTurnId,
+    requireQueue,
+  } = await import("../queue/index.js");
+  const queue = checkQueueName(opts.queueName ?? DEFAULT_QUEUE, "queue-name");
+  if (turn.op === "start" && turn.goal.trim() === "")
+    throw new RatchetError(ErrorCode.InvalidValue, "goal must be a non-empty text", { field: "goal" });
+  return withLedgerContext(opts, async (ctx) => {
+    requireQueue(ctx.workspace, loadQueueConfig(ctx.workspace.dir), `ratchet thread ${turn.op} --queue`);
+    if (turn.op === "resume") {
+      const { threadServiceFor } = await import("./thread-commands.js");
+      const { driverAlive, isResumable } = await import("../threads/index.js");
+      const svc = threadServiceFor(ctx.store, ctx.workspace.dir, {}, { withTools: false });
+      svc.recover();
+      const t = svc.show(turn.threadId).thread;
+      if (!isResumable(t.state))
+        throw new RatchetError(
+          ErrorCode.IllegalTransition,
+          `thread ${t.thread_id} is not resumable from ${t.state}`,
+          {
+            field: "thread",
+            threadId: t.thread_id,
+          },
+        );
+      if (driverAlive(t, Date.now()))
+        throw new RatchetError(
+          ErrorCode.IllegalTransition,
+          `thread ${t.thread_id} is being driven by process ${t.driver}`,
+          {
+            field: "thread",
+            threadId: t.thread_id,
+          },
+        );
+    }
+    await ensureQueueSchema(ctx.store, ctx.workspace.storeUrl as string);
+    const turnId = newTurnId();
+    const q = enqueueThreadTurnSync(
+      ctx.store,
+      turn.op === "start"
+        ? {
+            turn_id: turnId,
+            op: "start",
+            goal: turn.goal,
+            project: turn.project ?? null,
+            model: turn.model ?? null,
+          }
+        : { turn_id: turnId, op: "resume", thread_id: turn.threadId },
+      queue,
+    );
+    if (opts.json)
+      out(
+        JSON.stringify({
+          ok: true,
+          ...opts.decided,
+          ...q,
+          turn: q.op,
+          op: "thread-enqueue",
+          status: "queued",
+        }),
+      );
+    else
+      out(
+        `thread turn ${q.turn_id} queued (${q.op}${q.thread_id ? ` ${q.thread_id}` : ""}, queue ${q.queue})`,
+      );
+    return 0;
+  });
+}
+
 /** Registers `ratchet worker` (one line in main.ts). */
 export function addWorkerCommands(program: Command, act: Act, globals: () => GlobalOptions): void {
   program
     .command("worker")
     .description(
-      "take queued workflow runs (and fire workflow schedules) from the PostgreSQL store's queue (graphile-worker); needs queue.enabled or RATCHET_QUEUE=1",
+      "take queued workflow runs, runner tasks and thread turns (and fire workflow schedules) from the PostgreSQL store's queue (graphile-worker); needs queue.enabled or RATCHET_QUEUE=1",
     )
     .option("--concurrency <n>", "jobs run at once by this process (default 1)")
     .option("--once", "process the jobs that are due, then exit")
-    .option("--queue <name>", "take runs of this queue only (default: default)")
+    .option("--queue <name>", "take jobs of this queue only (default: default)")
     .option(
       "--workflows <dir>",
       "register the schedules of the workflows in dir (repeatable; default: <workspace>/workflows if it exists)",

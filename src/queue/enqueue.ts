@@ -32,9 +32,12 @@ export interface QueuedRun {
   queue: string;
 }
 
-/** A workflow that declares `serial: true` runs one at a time across all workers (a graphile queue). */
+/**
+ * A workflow that declares `serial: true` (or `concurrency: 1`) runs one at a time across all
+ * workers (a graphile queue). `concurrency` above 1 is enforced by the claim (worker.ts).
+ */
 export function serialQueueOf(wf: Workflow): string | null {
-  return wf.serial ? `ratchet:${wf.id}` : null;
+  return wf.serial || wf.concurrency === 1 ? `ratchet:${wf.id}` : null;
 }
 
 /** True once graphile-worker's schema is in the database. */

@@ -23,7 +23,30 @@ export {
   SCHEDULE_TASK,
 } from "./jobs.js";
 export * as queueLimits from "./limits.js";
+export {
+  claimRunnerJob,
+  enqueueRunnerTaskSync,
+  JobEvent as RunnerJobEvent,
+  type QueuedRunnerTask,
+  RUNNER_ENTITY,
+  type RunnerJobResult,
+  type RunnerTaskExecutor,
+  runnerJobEvents,
+  runnerTaskIdentifier,
+} from "./runner-job.js";
 export { scheduleIdentifier, scheduleItems, slotRunId } from "./schedule.js";
+export {
+  enqueueThreadTurnSync,
+  newTurnId,
+  parseThreadTurn,
+  type QueuedTurn,
+  THREAD_TURN_ENTITY,
+  type ThreadTurnExecutor,
+  type ThreadTurnOutcome,
+  type ThreadTurnPayload,
+  TurnEvent,
+  threadTaskIdentifier,
+} from "./thread-job.js";
 export {
   checkConcurrency,
   runWorker,

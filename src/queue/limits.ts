@@ -17,3 +17,7 @@ export const RECOVER_EVERY_MS = 5_000;
 export const MAX_BACKFILL_SECONDS = 7 * 24 * 3600;
 /** Attempts graphile-worker gives a job (a run job refuses a second execution of its run itself). */
 export const JOB_MAX_ATTEMPTS = 3;
+/** A job whose workflow is at its `concurrency` limit is taken again after 1–2 × this (ms). */
+export const RESCHEDULE_MIN_MS = 1_000;
+/** How often a worker closes runner-task / thread-turn claims whose owner pid is gone on its host. */
+export const CLAIM_SWEEP_EVERY_MS = 60_000;

@@ -13,7 +13,7 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { Ledger } from "../ledger/index.js";
@@ -23,7 +23,9 @@ import { decodeBundle, encodeBundle, materialiseBundle, putBundle } from "./bund
 import { compileQueueConfig, loadQueueConfig, requireQueue } from "./config.js";
 import { serialQueueOf } from "./enqueue.js";
 import { checkQueueName, parseRunJob, runTask } from "./jobs.js";
+import { claimRunnerJob, parseRunnerJob, recoverRunnerTasks, runnerJobEvents } from "./runner-job.js";
 import { slotRunId } from "./schedule.js";
+import { parseThreadTurn, TurnEvent } from "./thread-job.js";
 
 const tmp = (p: string) => mkdtempSync(join(tmpdir(), p));
 
@@ -230,5 +232,83 @@ describe("queued runs, claims and leases on the run rows", () => {
     expect(runs.getRun("run-1")?.status).toBe(RunStatus.Interrupted);
     expect(store.listEvents({ limit: 100 }).filter((e) => e.type === "run.interrupted")).toHaveLength(1);
     store.close();
+  });
+});
+
+describe("per-workflow concurrency and event-claimed jobs (runner tasks, thread turns)", () => {
+  const open = () => SqliteStore.open(join(tmp("ratchet-queue-db-"), "ratchet.db"), { create: true });
+  const steps = [{ step_id: "a", ledger_step_id: null, mode: "learn_code" }];
+  const queued = (id: string, wf = "w") => ({
+    run_id: id,
+    workflow_id: wf,
+    workflow_path: "/w/workflow.yaml",
+    trigger: "manual",
+    group_name: null,
+    bundle_hash: "h",
+    queued_by: "1@here",
+  });
+
+  test("a claim with max_running refuses at the limit (nothing written) and counts only that workflow", () => {
+    const store = open();
+    const runs = runStoreOf(store);
+    for (const id of ["r1", "r2", "r3"]) runs.enqueueRun(queued(id));
+    runs.enqueueRun(queued("other", "w2"));
+    const claim = { plan_id: "pl", owner: "7@a", lease_expires_at: 1000, max_running: 2 };
+    expect(runs.claimRun("r1", claim, steps)?.status).toBe(RunStatus.Running);
+    expect(runs.claimRun("r2", claim, steps)?.status).toBe(RunStatus.Running);
+    expect(runs.claimRun("r3", claim, steps)).toBeUndefined();
+    expect(runs.getRun("r3")?.status).toBe(RunStatus.Queued);
+    expect(runs.stepRuns("r3")).toHaveLength(0);
+    // Another workflow's limit is its own.
+    expect(runs.claimRun("other", claim, steps)?.status).toBe(RunStatus.Running);
+    runs.finishRun("r1", "passed", null);
+    expect(runs.claimRun("r3", claim, steps)?.status).toBe(RunStatus.Running);
+  });
+
+  test("a runner/turn claim is taken once; a claim without a result is closed interrupted, then ended", () => {
+    const store = open();
+    expect(claimRunnerJob(store, "task-a", "q1", "7@a")).toBe("claimed");
+    expect(claimRunnerJob(store, "task-a", "q1", "8@b")).toBe("interrupted");
+    expect(claimRunnerJob(store, "task-a", "q1", "8@b")).toBe("ended");
+    // Another enqueue of the same task is its own job.
+    expect(claimRunnerJob(store, "task-a", "q2", "8@b")).toBe("claimed");
+    expect(runnerJobEvents(store, "task-a", "q1").map((e) => e.type)).toEqual([
+      "runner.job_claimed",
+      "runner.job_interrupted",
+    ]);
+    // Thread turns use their own names and entity.
+    expect(claimRunnerJob(store, "turn-1", "turn-1", "7@a", TurnEvent)).toBe("claimed");
+    expect(runnerJobEvents(store, "turn-1", "turn-1", TurnEvent).map((e) => e.type)).toEqual([
+      "thread.turn_claimed",
+    ]);
+    expect(runnerJobEvents(store, "turn-1", "turn-1")).toEqual([]);
+  });
+
+  test("the sweep closes claims whose owner pid is gone on this host, and leaves live ones", () => {
+    const store = open();
+    const host = hostname();
+    claimRunnerJob(store, "dead", "q", `999999999@${host}`);
+    claimRunnerJob(store, "live", "q", `${process.pid}@${host}`);
+    claimRunnerJob(store, "far", "q", "1@another-host");
+    expect(recoverRunnerTasks(store)).toEqual([{ task_id: "dead", queue_id: "q" }]);
+    expect(recoverRunnerTasks(store)).toEqual([]);
+  });
+
+  test("runner and turn payloads from the database are checked", () => {
+    expect(() => parseRunnerJob(null)).toThrow(/payload/);
+    expect(() => parseRunnerJob({ task_id: "t", queue_id: "", spec: {} })).toThrow(/queue_id/);
+    expect(() => parseRunnerJob({ task_id: "t", queue_id: "q", spec: [] })).toThrow(/spec/);
+    expect(parseRunnerJob({ task_id: "t", queue_id: "q", spec: { a: 1 } }).task_id).toBe("t");
+    expect(() => parseThreadTurn({ turn_id: "x", op: "delete" })).toThrow(/op/);
+    expect(() => parseThreadTurn({ turn_id: "x", op: "start", goal: "" })).toThrow(/goal/);
+    expect(() => parseThreadTurn({ turn_id: "x", op: "resume" })).toThrow(/thread_id/);
+    expect(() => parseThreadTurn({ turn_id: "x", op: "start", goal: "g", project: 3 })).toThrow(/project/);
+    expect(parseThreadTurn({ turn_id: "x", op: "start", goal: "g" })).toEqual({
+      turn_id: "x",
+      op: "start",
+      goal: "g",
+      project: null,
+      model: null,
+    });
   });
 });

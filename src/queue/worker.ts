@@ -22,6 +22,7 @@ import { join } from "node:path";
 import type { JobHelpers, Runner, Task, TaskList } from "graphile-worker";
 import { ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
 import type { Ledger } from "../ledger/index.js";
+import { parseTaskSpec, type TaskSpec } from "../runner/index.js";
 import type { Blobs, Store, Workspace } from "../store/index.js";
 import {
   loadWorkflow,
@@ -37,9 +38,21 @@ import {
 import { materialiseBundle } from "./bundle.js";
 import { enqueueRunSync, ensureQueueSchema } from "./enqueue.js";
 import { parseRunJob, runTask, SCHEDULE_TASK, type ScheduleJobPayload } from "./jobs.js";
-import { RECOVER_EVERY_MS } from "./limits.js";
+import { CLAIM_SWEEP_EVERY_MS, JOB_MAX_ATTEMPTS, RECOVER_EVERY_MS, RESCHEDULE_MIN_MS } from "./limits.js";
 import { quietLogger } from "./log.js";
+import {
+  claimRunnerJob,
+  parseRunnerJob,
+  RUNNER_ENTITY,
+  type RunnerJobResult,
+  type RunnerTaskExecutor,
+  recordRunnerResult,
+  recoverRunnerTasks,
+  runnerTaskIdentifier,
+  unreachableRepo,
+} from "./runner-job.js";
 import { scheduleItems, slotRunId } from "./schedule.js";
+import { parseThreadTurn, type ThreadTurnExecutor, TurnEvent, threadTaskIdentifier } from "./thread-job.js";
 
 export interface WorkerContext {
   workspace: Workspace;
@@ -71,6 +84,10 @@ export interface WorkerOptions {
    * the scripts' sandbox may not read (it holds the secrets).
    */
   cacheDir?: string;
+  /** Runs a runner task (`ratchet runner run`'s code); undefined: runner jobs are not taken. */
+  runnerTask?: RunnerTaskExecutor;
+  /** Drives a thread turn (the thread service); undefined: turns fail naming `model`. */
+  threadTurn?: ThreadTurnExecutor;
   /** One line per event (started, run finished, …). */
   log: (line: string) => void;
   /** Aborted: stop taking jobs; running ones finish. */
@@ -87,16 +104,32 @@ export interface WorkerSummary {
   skipped: number;
   /** Runs enqueued by schedule slots this worker fired. */
   scheduled: number;
+  /** Runner tasks this worker ran, by status (and `interrupted`: a dead worker's claim closed). */
+  tasks: Record<string, number>;
+  /** Thread turns this worker drove, by outcome (`interrupted`: a dead worker's turn closed). */
+  turns: Record<string, number>;
+  /** Jobs put back for later because their workflow was at its `concurrency` limit. */
+  deferred: number;
 }
 
 /** Runs a worker until `stop` (or, with `once`, until nothing is due). */
 export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promise<WorkerSummary> {
   await ensureQueueSchema(ctx.store, opts.url);
   const owner = runOwner();
-  const summary: WorkerSummary = { owner, executed: {}, skipped: 0, scheduled: 0 };
+  const summary: WorkerSummary = {
+    owner,
+    executed: {},
+    skipped: 0,
+    scheduled: 0,
+    deferred: 0,
+    tasks: {},
+    turns: {},
+  };
   const byId = new Map(opts.scheduled.map((wf) => [wf.id, wf]));
   const cache = opts.cacheDir ?? defaultBundleCache(ctx.workspace);
   const kill = new AbortController();
+  let lastDeferredAt = 0;
+  let lastClaimSweep = 0;
   opts.kill?.addEventListener("abort", () => kill.abort(), { once: true });
 
   const runJob: Task = async (payload, helpers: JobHelpers) => {
@@ -120,7 +153,11 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
     try {
       const modelSteps = await opts.modelStepsFor?.(wf, ctx.workspace.dir);
       const report = await runWorkflow(ctx, wf, {
-        claim: { runId: job.run_id, leaseMs: opts.leaseMs },
+        claim: {
+          runId: job.run_id,
+          leaseMs: opts.leaseMs,
+          ...(limitedConcurrency(wf) !== null ? { maxRunning: limitedConcurrency(wf) as number } : {}),
+        },
         vars: job.vars,
         ...(job.group !== null ? { group: job.group } : {}),
         ...(job.only !== null ? { only: job.only } : {}),
@@ -133,6 +170,24 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
       opts.log(`run ${report.run_id} ${report.status} (workflow ${wf.id})`);
     } catch (e) {
       const err = toRatchetError(e);
+      if (err.code === ErrorCode.IllegalTransition && err.details?.field === "concurrency") {
+        // At the workflow's limit: the run stays queued; a new job (same key: the old one is ours,
+        // locked, so graphile clears its key) takes it again a little later. Added before this job
+        // completes, so the run is never without a job; the claim keeps it from running twice.
+        const runAt = new Date(
+          Date.now() + RESCHEDULE_MIN_MS + Math.floor(Math.random() * RESCHEDULE_MIN_MS),
+        );
+        await helpers.addJob(runTask(opts.queue), job, {
+          jobKey: job.run_id,
+          jobKeyMode: "replace",
+          runAt,
+          maxAttempts: JOB_MAX_ATTEMPTS,
+        });
+        summary.deferred++;
+        lastDeferredAt = Math.max(lastDeferredAt, runAt.getTime());
+        opts.log(`job ${helpers.job.id}: ${err.message}; taken again after ${runAt.toISOString()}`);
+        return;
+      }
       if (err.code === ErrorCode.IllegalTransition && err.details?.field === "run_id") {
         summary.skipped++;
         opts.log(`job ${helpers.job.id}: run ${job.run_id} was claimed elsewhere: not executed`);
@@ -147,6 +202,151 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
     if (runStoreOf(ctx.store).failQueued(runId, reason)) {
       summary.executed[RunStatus.Failed] = (summary.executed[RunStatus.Failed] ?? 0) + 1;
       opts.log(`run ${runId} failed: ${reason}`);
+    }
+  };
+
+  const runnerJob: Task = async (payload, helpers: JobHelpers) => {
+    const job = parseRunnerJob(payload);
+    const count = (k: string) => {
+      summary.tasks[k] = (summary.tasks[k] ?? 0) + 1;
+    };
+    const claim = claimRunnerJob(ctx.store, job.task_id, job.queue_id, owner);
+    if (claim !== "claimed") {
+      if (claim === "interrupted") count("interrupted");
+      else summary.skipped++;
+      opts.log(
+        `job ${helpers.job.id}: runner task ${job.task_id} (${job.queue_id}) ${claim === "interrupted" ? "was claimed by a worker that stopped: marked interrupted, not run again" : "already ended: not run again"}`,
+      );
+      return;
+    }
+    const end = (r: Omit<RunnerJobResult, "patch_blob" | "queue_id" | "owner">, patch: string | null) => {
+      recordRunnerResult(ctx, job.task_id, { ...r, queue_id: job.queue_id, owner }, patch);
+      count(r.status);
+      opts.log(`runner task ${job.task_id} ${r.status} (${r.stop_reason})`);
+    };
+    const refuse = (field: string, message: string) =>
+      end(
+        {
+          status: "error",
+          stop_reason: "error",
+          rounds: 0,
+          changed_files: [],
+          dod_passed: false,
+          error: message,
+          field,
+        },
+        null,
+      );
+    let spec: TaskSpec;
+    try {
+      spec = parseTaskSpec(job.spec, "/");
+    } catch (e) {
+      refuse("spec", `the queued spec is not valid on ${owner}: ${toRatchetError(e).message}`);
+      return;
+    }
+    const why = unreachableRepo(spec);
+    if (why) {
+      refuse(
+        "repo",
+        `repo: ${why}; the worker needs the task's repository at the spec's cwd (a shared checkout, or a clone at that path)`,
+      );
+      return;
+    }
+    if (!opts.runnerTask) {
+      refuse("model", `worker ${owner} cannot run runner tasks (no runner given)`);
+      return;
+    }
+    try {
+      const result = await opts.runnerTask(spec, {
+        signal: kill.signal,
+        onEvent: (e) =>
+          ctx.store.tx(() =>
+            ctx.store.appendEvent({
+              entityKind: RUNNER_ENTITY,
+              entityId: spec.task_id,
+              type: `runner.${e.type}`,
+              payload: e,
+            }),
+          ),
+      });
+      end(
+        {
+          status: result.status,
+          stop_reason: result.stop_reason,
+          rounds: result.rounds,
+          changed_files: result.changed_files,
+          dod_passed: result.dod.passed,
+          error: result.error ?? null,
+        },
+        result.patch_file,
+      );
+    } catch (e) {
+      const err = toRatchetError(e);
+      end(
+        {
+          status: "error",
+          stop_reason: "error",
+          rounds: 0,
+          changed_files: [],
+          dod_passed: false,
+          error: err.message,
+          ...(typeof err.details?.field === "string" ? { field: err.details.field } : {}),
+        },
+        null,
+      );
+    }
+  };
+
+  const threadJob: Task = async (payload, helpers: JobHelpers) => {
+    const turn = parseThreadTurn(payload);
+    const count = (k: string) => {
+      summary.turns[k] = (summary.turns[k] ?? 0) + 1;
+    };
+    const claim = claimRunnerJob(ctx.store, turn.turn_id, turn.turn_id, owner, TurnEvent);
+    if (claim !== "claimed") {
+      if (claim === "interrupted") count("interrupted");
+      else summary.skipped++;
+      opts.log(
+        `job ${helpers.job.id}: thread turn ${turn.turn_id} ${claim === "interrupted" ? "was claimed by a worker that stopped: marked interrupted, not driven again" : "already ended: not driven again"}`,
+      );
+      return;
+    }
+    const end = (r: Record<string, unknown> & { outcome: string }) => {
+      ctx.store.tx(() =>
+        ctx.store.appendEvent({
+          entityKind: TurnEvent.kind,
+          entityId: turn.turn_id,
+          type: TurnEvent.Result,
+          payload: { queue_id: turn.turn_id, op: turn.op, owner, ...r },
+        }),
+      );
+      count(r.outcome);
+      opts.log(
+        `thread turn ${turn.turn_id} (${turn.op}) ${r.outcome}${r.thread_id ? ` thread ${String(r.thread_id)}` : ""}`,
+      );
+    };
+    if (!opts.threadTurn) {
+      end({
+        outcome: "refused",
+        thread_id: turn.op === "resume" ? turn.thread_id : null,
+        error: `worker ${owner} cannot drive threads`,
+        field: "model",
+      });
+      return;
+    }
+    try {
+      const r = await opts.threadTurn(turn, kill.signal);
+      end({ ...r });
+    } catch (e) {
+      const err = toRatchetError(e);
+      // A resume refused (another live driver, not resumable) or a start refused (no model): recorded.
+      end({
+        outcome: "refused",
+        thread_id: turn.op === "resume" ? turn.thread_id : null,
+        error: err.message,
+        code: err.code,
+        ...(typeof err.details?.field === "string" ? { field: err.details.field } : {}),
+      });
     }
   };
 
@@ -171,13 +371,26 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
     }
   };
 
-  const taskList: TaskList = { [runTask(opts.queue)]: runJob, [SCHEDULE_TASK]: scheduleJob };
+  const taskList: TaskList = {
+    [runTask(opts.queue)]: runJob,
+    [runnerTaskIdentifier(opts.queue)]: runnerJob,
+    [threadTaskIdentifier(opts.queue)]: threadJob,
+    [SCHEDULE_TASK]: scheduleJob,
+  };
   const { run: runGraphile, runOnce } = await import("graphile-worker");
   const logger = await quietLogger();
   const recover = () => {
     try {
       for (const r of recoverInterruptedRuns(ctx))
         opts.log(`run ${r.run_id} marked interrupted: ${r.reason}`);
+      // Claims of runner tasks and thread turns are events (no index by entity): swept less often.
+      if (Date.now() - lastClaimSweep >= CLAIM_SWEEP_EVERY_MS) {
+        lastClaimSweep = Date.now();
+        for (const t of recoverRunnerTasks(ctx.store, TurnEvent))
+          opts.log(`thread turn ${t.task_id} marked interrupted: its worker is gone`);
+        for (const t of recoverRunnerTasks(ctx.store))
+          opts.log(`runner task ${t.task_id} (${t.queue_id}) marked interrupted: its worker is gone`);
+      }
     } catch (e) {
       opts.log(`recovery of expired leases failed (retried): ${(e as Error).message}`);
     }
@@ -202,8 +415,14 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
         await started;
         await runner.stop();
       }
-      // N single-job drains: each takes jobs until none is due.
-      await Promise.all(Array.from({ length: opts.concurrency }, () => runOnce(common)));
+      // N single-job drains: each takes jobs until none is due. A drain that put a job back for
+      // later (a workflow at its concurrency limit) waits for it and drains again.
+      for (;;) {
+        const before = summary.deferred;
+        await Promise.all(Array.from({ length: opts.concurrency }, () => runOnce(common)));
+        if (summary.deferred === before || kill.signal.aborted) break;
+        await new Promise((r) => setTimeout(r, Math.max(0, lastDeferredAt - Date.now()) + 50));
+      }
       return summary;
     }
     const events = new EventEmitter();
@@ -228,6 +447,11 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
   } finally {
     clearInterval(sweep);
   }
+}
+
+/** The limit the claim enforces for `wf` (`concurrency` above 1); 1 is a graphile queue (serialQueueOf). */
+function limitedConcurrency(wf: Workflow): number | null {
+  return wf.concurrency !== undefined && wf.concurrency > 1 && !wf.serial ? wf.concurrency : null;
 }
 
 /** `<workspace root>/.ratchet-worker/bundles`: the worker's bundle cache. */

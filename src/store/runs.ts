@@ -146,6 +146,11 @@ export interface RunClaim {
   owner: string;
   /** Epoch ms after which any process may mark the run interrupted (a heartbeat moves it). */
   lease_expires_at: number;
+  /**
+   * The workflow's `concurrency`: the claim is refused (nothing written, the run stays `queued`)
+   * while this many runs of the workflow are `running` — counted under the write lock.
+   */
+  max_running?: number;
 }
 
 /** The lease of a running run (null columns: a local run, checked by its owner's pid only). */
@@ -362,6 +367,15 @@ export abstract class SqlRunStore implements RunStore {
   ): WorkflowRunRow | undefined {
     return this.store.tx(() => {
       const now = this.now();
+      if (claim.max_running !== undefined) {
+        const cur = this.getRun(runId);
+        if (cur?.status !== RunStatus.Queued) return undefined;
+        const n = this.get<{ n: number }>(
+          "SELECT COUNT(*) AS n FROM workflow_runs WHERE workflow_id = ? AND status = ?",
+          [cur.workflow_id, RunStatus.Running],
+        );
+        if (Number(n?.n ?? 0) >= claim.max_running) return undefined;
+      }
       // The status test is the claim: under the write lock, one caller turns `queued` into `running`.
       const won = this.get<{ run_id: string }>(
         `UPDATE workflow_runs SET status = ?, plan_id = ?, owner = ?, started_at = ?, lease_expires_at = ?, heartbeat_at = ?

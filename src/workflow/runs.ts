@@ -80,9 +80,12 @@ export interface RunWorkflowOptions {
    * Executes a `queued` run (a worker, src/queue/): the run row exists; recording it claims it
    * (`queued` → `running`) with a lease of `leaseMs`, which a heartbeat moves every third of it.
    * A lost lease (another process marked the run interrupted) aborts the run.
-   * @throws RatchetError `illegal_transition` naming `run_id` when the run is not queued any more.
+   * With `maxRunning` (the workflow's `concurrency`) the claim is refused while that many runs of
+   * the workflow are running: the run stays queued.
+   * @throws RatchetError `illegal_transition` naming `run_id` when the run is not queued any more,
+   *   naming `concurrency` when the workflow is at its limit (nothing written).
    */
-  claim?: { runId: string; leaseMs: number };
+  claim?: { runId: string; leaseMs: number; maxRunning?: number };
   /** Called once the run is recorded, before any step runs. */
   onStarted?: (r: { run_id: string; plan_id: string; write_protection: SandboxInfo }) => void;
   /**
@@ -292,14 +295,26 @@ function recordRun(
       mode: modes.get(id) as string,
     }));
     if (opts.claim) {
-      const claim = { plan_id: plan.plan_id, owner, lease_expires_at: Date.now() + opts.claim.leaseMs };
+      const claim = {
+        plan_id: plan.plan_id,
+        owner,
+        lease_expires_at: Date.now() + opts.claim.leaseMs,
+        ...(opts.claim.maxRunning !== undefined ? { max_running: opts.claim.maxRunning } : {}),
+      };
       // Not queued any more (claimed, cancelled, interrupted): nothing of this attempt is kept.
-      if (!runs.claimRun(runId, claim, steps))
+      if (!runs.claimRun(runId, claim, steps)) {
+        if (opts.claim.maxRunning !== undefined && runs.getRun(runId)?.status === RunStatus.Queued)
+          throw new RatchetError(
+            ErrorCode.IllegalTransition,
+            `workflow ${wf.id} has ${opts.claim.maxRunning} run(s) running (concurrency ${opts.claim.maxRunning}): run ${runId} stays queued`,
+            { field: "concurrency", runId },
+          );
         throw new RatchetError(ErrorCode.IllegalTransition, `run ${runId} is not queued any more`, {
           field: "run_id",
           runId,
           to: RunStatus.Running,
         });
+      }
     } else
       runs.startRun(
         {

@@ -113,6 +113,8 @@ export const workflowSchema = z.strictObject({
   schedule: z.string().max(200).optional(),
   /** At most one run of the workflow at a time across all workers (a graphile-worker queue). */
   serial: z.boolean().optional(),
+  /** At most this many runs of the workflow at once across all workers (the claim counts them). */
+  concurrency: z.number().int().min(1).max(100).optional(),
   steps: z.array(stepSchema).min(1).max(MAX_WORKFLOW_STEPS),
 });
 

@@ -90,6 +90,15 @@ export function parseWorkflow(raw: unknown, source: string): Workflow {
   else if (w.webhook && typeof w.webhook === "object") workflow.webhook = { secretEnv: w.webhook.secret_env };
   if (w.schedule !== undefined) workflow.schedule = w.schedule.trim();
   if (w.serial !== undefined) workflow.serial = w.serial;
+  if (w.concurrency !== undefined) {
+    if (w.serial === true && w.concurrency !== 1)
+      throw new RatchetError(
+        ErrorCode.SchemaViolation,
+        `workflow ${w.id}: serial: true means concurrency 1 (got concurrency: ${w.concurrency})`,
+        { field: "concurrency" },
+      );
+    workflow.concurrency = w.concurrency;
+  }
   return workflow;
 }
 

@@ -107,6 +107,8 @@ export interface Workflow {
   schedule?: string;
   /** `serial: true` — queued runs of this workflow run one at a time across all workers. */
   serial?: boolean;
+  /** `concurrency: N` (1–100) — at most N runs of this workflow running at once across all workers. */
+  concurrency?: number;
   steps: WorkflowStep[];
   /** Absolute path of the file it was loaded from. */
   source: string;
