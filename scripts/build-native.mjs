@@ -22,6 +22,8 @@ function buildBinary(source, target, what) {
   if (r.status !== 0) r = spawnSync(cc, common, { encoding: "utf8" });
   if (r.status !== 0) {
     rmSync(next, { force: true });
+    // An older binary must not stay behind: it would keep running code its source no longer has.
+    rmSync(target, { force: true });
     const why = r.error ? r.error.message : (r.stderr || "").trim().split("\n").slice(-3).join(" / ");
     console.warn(`${target} not built (${why}); ${what}`);
     return false;

@@ -96,6 +96,9 @@ function message(m: Json): HTMLElement {
   );
 }
 
+/** Messages being typed, by thread: a live re-render of the page keeps them (and the focus). */
+const drafts = new Map<string, string>();
+
 export async function threadView(el: HTMLElement, threadId: string, status: Status): Promise<void> {
   const v = await get(`/api/threads/${enc(threadId)}`);
   const t = v.thread;
@@ -109,15 +112,24 @@ export async function threadView(el: HTMLElement, threadId: string, status: Stat
       { approval_id: approvalId, ...(always ? { always: true } : {}) },
       `${decision === "approve" ? (always ? "always approved" : "approved") : "denied"} ${approvalId}`,
     );
-  const injectBox = h("textarea", { id: "inject-text", rows: 2, placeholder: "a message for the thread" });
+  const typing = document.activeElement?.id === "inject-text";
+  const injectBox = h("textarea", {
+    id: "inject-text",
+    rows: 2,
+    placeholder: "a message for the thread",
+    oninput: () => drafts.set(threadId, injectBox.value),
+  });
+  injectBox.value = drafts.get(threadId) ?? "";
   const inject = async () => {
     const text = injectBox.value.trim();
     if (!text) {
       status("inject: write a message first");
       return;
     }
-    if (await write(status, "inject", `${base}/inject`, { message: text }, "message queued"))
+    if (await write(status, "inject", `${base}/inject`, { message: text }, "message queued")) {
       injectBox.value = "";
+      drafts.delete(threadId);
+    }
   };
   const skills = (v.actions as Json[]).filter((a) => /skill/i.test(a.action));
   mount(
@@ -259,4 +271,5 @@ export async function threadView(el: HTMLElement, threadId: string, status: Stat
       : h("p", { class: "empty" }, "None."),
     v.outcome ? [h("h3", {}, "Outcome"), h("pre", { class: "log" }, pretty(v.outcome))] : null,
   );
+  if (typing) injectBox.focus();
 }
