@@ -2,8 +2,8 @@
  * The runs area of the store: workflow runs and their step runs (`workflow_runs`,
  * `workflow_step_runs`), beside the ledger {@link Store}. `RunStore` is the contract; `SqlRunStore`
  * holds its semantics once — which rows each call writes, with which event, in which transaction —
- * over a small dialect (`get`, `all`, `run`) that the SQLite (`sqlite/run-store.ts`) and PostgreSQL
- * (`postgres/run-store.ts`) classes fill in. Every write runs inside `store.tx()` together with its
+ * through the store's SQL door (`store.sql`); the SQLite (`sqlite/run-store.ts`) and PostgreSQL
+ * (`postgres/run-store.ts`) classes supply only the statements that differ (step-run order). Every write runs inside `store.tx()` together with its
  * event (`entity_kind` "run"), and joins the caller's transaction when there is one, so a step's
  * ledger transition and its run row commit together.
  */
@@ -247,8 +247,8 @@ export interface RunStore {
 export type RunParam = string | number | null;
 
 /**
- * The run semantics over a dialect. Statements are written with `?` placeholders; a dialect
- * rewrites them as it needs.
+ * The run semantics once. Statements are written with `?` placeholders; `store.sql` rewrites them
+ * for the store it runs on.
  */
 export abstract class SqlRunStore implements RunStore {
   constructor(
@@ -256,9 +256,16 @@ export abstract class SqlRunStore implements RunStore {
     protected readonly now: () => string = () => new Date().toISOString(),
   ) {}
 
-  protected abstract get<R>(sql: string, params: readonly RunParam[]): R | undefined;
-  protected abstract all<R>(sql: string, params: readonly RunParam[]): R[];
-  protected abstract run(sql: string, params: readonly RunParam[]): void;
+  /** Statements go through the store's one SQL door (`store.sql`), inside its transactions. */
+  protected get<R>(sql: string, params: readonly RunParam[]): R | undefined {
+    return this.store.sql.get<R>(sql, params);
+  }
+  protected all<R>(sql: string, params: readonly RunParam[]): R[] {
+    return this.store.sql.all<R>(sql, params);
+  }
+  protected run(sql: string, params: readonly RunParam[]): void {
+    this.store.sql.run(sql, params);
+  }
   /** Inserts one step run; `seq` is its place in the run (0-based). */
   protected abstract insertStepRun(
     runId: string,

@@ -28,4 +28,4 @@ export type { PlanChecklist } from "./why-checklist.js";
 export { planChecklist } from "./why-checklist.js";
 export { renderHeadline, renderWhy } from "./why-format.js";
 export type { WhyStore } from "./why-store.js";
-export { SqliteWhyStore, SqlWhyStore } from "./why-store.js";
+export { SqlWhyStore } from "./why-store.js";

@@ -5,7 +5,7 @@
  * Writes: `read_hit`, `influence` (via `headline_response`), `headline`, `headline_response`,
  * and the constraint rows the extensions file declares.
  */
-import { type SqlArgs, type SqliteLike, SqliteSqlPort, type SqlPort } from "../../store/sql.js";
+import type { SqlArgs, SqlPort } from "../../store/sql.js";
 import { insertChained, insertRow } from "../rows.js";
 import type { ReasonRow as StoredReasonRow } from "./store.js";
 
@@ -387,15 +387,5 @@ export class SqlWhyStore implements WhyStore {
         planId,
       ) as { n: number }
     ).n;
-  }
-}
-
-/**
- * @deprecated The SQLite-handle form kept for callers not yet moved to the door
- * (src/server/routes/why.ts); use `new SqlWhyStore(store.sql)`.
- */
-export class SqliteWhyStore extends SqlWhyStore {
-  constructor(db: SqliteLike) {
-    super(new SqliteSqlPort(db));
   }
 }

@@ -1,43 +1,10 @@
 /** The runs area on SQLite: `workflow_runs` / `workflow_step_runs` of migration 2, unchanged. */
-import type { Statement } from "better-sqlite3";
-import {
-  type RunParam,
-  type RunWorkflowRow,
-  SqlRunStore,
-  STEP_RUN_COLUMNS,
-  type WorkflowStepRunRow,
-} from "../runs.js";
+import { type RunWorkflowRow, SqlRunStore, STEP_RUN_COLUMNS, type WorkflowStepRunRow } from "../runs.js";
 import type { SqliteStore } from "./sqlite-store.js";
 
 export class SqliteRunStore extends SqlRunStore {
-  readonly #stmts = new Map<string, Statement>();
-  readonly #db: SqliteStore["db"];
-
   constructor(store: SqliteStore, now?: () => string) {
     super(store, now);
-    this.#db = store.db;
-  }
-
-  /** A prepared statement, compiled once per store. */
-  #sql(sql: string): Statement {
-    let s = this.#stmts.get(sql);
-    if (!s) {
-      s = this.#db.prepare(sql);
-      this.#stmts.set(sql, s);
-    }
-    return s;
-  }
-
-  protected get<R>(sql: string, params: readonly RunParam[]): R | undefined {
-    return this.#sql(sql).get(...params) as R | undefined;
-  }
-
-  protected all<R>(sql: string, params: readonly RunParam[]): R[] {
-    return this.#sql(sql).all(...params) as R[];
-  }
-
-  protected run(sql: string, params: readonly RunParam[]): void {
-    this.#sql(sql).run(...params);
   }
 
   protected insertStepRun(
