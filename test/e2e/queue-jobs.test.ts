@@ -7,24 +7,22 @@
  *   once; jobs at the limit are put back for later, not lost, not doubled.
  * - Refusals of the field: 0, 101, a string, `serial: true` with `concurrency: 3`.
  */
-import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
-import { PgStore } from "../../src/store/index.js";
 import { startScriptedModel } from "../../src/testing/scripted-model.js";
 import { type PgCluster, pgAvailable, startPgCluster } from "../harness/pg.js";
 import {
   assertBuilt,
-  type CliResult,
   makeTempDir,
   mapLimit,
   parseMarker,
   ROOT,
   type RunningCli,
   ratchet,
-  startRatchet,
   waitFor,
 } from "../helpers/cli.js";
+import { cliJson, pgRows, queueMachines } from "../helpers/queue-machine.js";
 import {
   CALC_BUGGY,
   CALC_FIXED_LINE,
@@ -40,7 +38,6 @@ let cluster: PgCluster;
 const dirs: string[] = [];
 const running: RunningCli[] = [];
 const closers: (() => unknown)[] = [];
-const FIXTURES = join(ROOT, "test", "fixtures", "workflows");
 
 beforeAll(async () => {
   assertBuilt();
@@ -54,41 +51,15 @@ afterAll(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-function machine(url: string, workflows: readonly string[] = [], extraEnv: Record<string, string> = {}) {
-  const dir = makeTempDir("ratchet-qjobs-");
-  dirs.push(dir);
-  for (const name of workflows)
-    cpSync(join(FIXTURES, name), join(dir, "workflows", name), { recursive: true });
-  const env = { ...GIT_IDENTITY, RATCHET_DB: url, RATCHET_QUEUE: "1", RATCHET_MODEL: undefined, ...extraEnv };
-  return {
-    dir,
-    wf: (name: string) => join(dir, "workflows", name),
-    run: (args: readonly string[], more: Record<string, string | undefined> = {}) =>
-      ratchet(args, { cwd: dir, env: { ...env, ...more }, timeoutMs: 250_000 }),
-    start: (args: readonly string[]) => {
-      const r = startRatchet(args, { cwd: dir, env, timeoutMs: 280_000 });
-      running.push(r);
-      return r;
-    },
-  };
-}
-
-function rows<R>(url: string, sql: string, params: string[] = []): R[] {
-  const s = PgStore.open(url);
-  try {
-    return s.pg.query<R>(sql, params).rows;
-  } finally {
-    s.close();
-  }
-}
-
-function json<T>(r: CliResult): T {
-  try {
-    return JSON.parse(r.stdout) as T;
-  } catch {
-    throw new Error(`not JSON (status ${r.status}):\n${r.stdout}\n${r.stderr}`);
-  }
-}
+const machine = queueMachines({
+  prefix: "ratchet-qjobs-",
+  env: GIT_IDENTITY,
+  runTimeoutMs: 250_000,
+  dirs,
+  running,
+});
+const rows = pgRows;
+const json = cliJson;
 
 const slowYaml = (extra: string) =>
   `id: slow\n${extra}variables:\n  sleep:\n    default: "0"\nsteps:\n  - id: sleeper\n    description: x\n    agent_configs:\n      declared_execution_mode: learn_code\n`;

@@ -16,30 +16,27 @@
  * - Refusals: no PostgreSQL store, no queue, bad flags, a bad schedule; a cancelled queued run is
  *   never executed.
  */
-import { cpSync, existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { PgStore } from "../../src/store/index.js";
 import { type PgCluster, pgAvailable, startPgCluster } from "../harness/pg.js";
 import {
   assertBuilt,
-  type CliResult,
   makeTempDir,
   mapLimit,
   parseMarker,
-  ROOT,
   type RunningCli,
   ratchet,
-  startRatchet,
   waitFor,
 } from "../helpers/cli.js";
+import { cliJson, pgRows, queueMachines } from "../helpers/queue-machine.js";
 
 vi.setConfig({ testTimeout: 300_000, hookTimeout: 120_000 });
 
 let cluster: PgCluster;
 const dirs: string[] = [];
 const running: RunningCli[] = [];
-const FIXTURES = join(ROOT, "test", "fixtures", "workflows");
 const SECRETS = { SECRET_API_TOKEN: "tok-queue-not-for-logs" };
 
 beforeAll(async () => {
@@ -53,44 +50,17 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-/** A folder standing in for a machine; `workflows` are copied into it (the enqueuer's), or none (a worker's). */
-function machine(url: string, workflows: readonly string[] = [], extraEnv: Record<string, string> = {}) {
-  const dir = makeTempDir("ratchet-queue-");
-  dirs.push(dir);
-  for (const name of workflows)
-    cpSync(join(FIXTURES, name), join(dir, "workflows", name), { recursive: true });
-  const env = { RATCHET_DB: url, RATCHET_QUEUE: "1", RATCHET_MODEL: undefined, ...SECRETS, ...extraEnv };
-  return {
-    dir,
-    wf: (name: string) => join(dir, "workflows", name),
-    run: (args: readonly string[], more: Record<string, string | undefined> = {}) =>
-      ratchet(args, { cwd: dir, env: { ...env, ...more }, timeoutMs: 150_000 }),
-    start: (args: readonly string[]) => {
-      const r = startRatchet(args, { cwd: dir, env, timeoutMs: 280_000 });
-      running.push(r);
-      return r;
-    },
-  };
-}
-
-function rows<R>(url: string, sql: string, params: string[] = []): R[] {
-  const s = PgStore.open(url);
-  try {
-    return s.pg.query<R>(sql, params).rows;
-  } finally {
-    s.close();
-  }
-}
+const machine = queueMachines({
+  prefix: "ratchet-queue-",
+  env: SECRETS,
+  runTimeoutMs: 150_000,
+  dirs,
+  running,
+});
+const rows = pgRows;
+const json = cliJson;
 const count = (url: string, sql: string, params: string[] = []) =>
   rows<{ n: number }>(url, sql, params)[0]?.n ?? -1;
-
-function json<T>(r: CliResult): T {
-  try {
-    return JSON.parse(r.stdout) as T;
-  } catch {
-    throw new Error(`not JSON (status ${r.status}):\n${r.stdout}\n${r.stderr}`);
-  }
-}
 
 async function enqueue(m: ReturnType<typeof machine>, args: readonly string[]): Promise<string> {
   const r = await m.run(["run", ...args, "--queue", "--json"]);
