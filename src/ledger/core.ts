@@ -124,7 +124,7 @@ export class LedgerCore {
    * reading the status alone.
    */
   checkOpenPlan(planId: string, doing: string): void {
-    const status = this.store.planStatus ? this.store.planStatus(planId) : this.store.getPlan(planId)?.status;
+    const status = this.store.planStatus(planId);
     if (status === undefined)
       throw new RatchetError(ErrorCode.PlanNotFound, `plan ${planId} not found`, { planId });
     if (status !== PlanStatus.InProgress) {
@@ -315,8 +315,8 @@ export class LedgerCore {
     if (report.plan_status !== PlanStatus.InProgress) return report;
     // Cheap exit for the common case: regular work still open.
     const store = this.store;
-    if (store.hasOpenSteps ? store.hasOpenSteps(planId) : store.countOpenSteps(planId) > 0) {
-      const status = store.stepStatus ? store.stepStatus(reviewId) : store.getStep(reviewId)?.status;
+    if (store.hasOpenSteps(planId)) {
+      const status = store.stepStatus(reviewId);
       if (status !== undefined) report.review_status = status;
       return report;
     }

@@ -240,6 +240,13 @@ describe.each(IMPLS)("Store contract: $name", (impl) => {
       expect(s.countOpenSteps("p")).toBe(4); // the review step does not count
       s.tx(() => s.updateStep("p-A.1", { status: "COMPLETED" }));
       expect(s.countOpenSteps("p")).toBe(3);
+      // The roll-up's cheap reads agree with the full ones.
+      expect(s.hasOpenSteps("p")).toBe(true);
+      expect(s.hasOpenSteps("no-such-plan")).toBe(false);
+      expect(s.stepStatus("p-A.1")).toBe("COMPLETED");
+      expect(s.stepStatus("ghost")).toBeUndefined();
+      expect(s.planStatus("p")).toBe(s.getPlan("p")?.status);
+      expect(s.planStatus("ghost")).toBeUndefined();
       expect(s.getStep("ghost")).toBeUndefined();
       // A step of an unknown plan is refused (foreign key), like SQLite's foreign_keys = ON.
       expect(() => s.tx(() => s.insertStep(step("ghost", "A")))).toThrow();

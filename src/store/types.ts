@@ -187,14 +187,12 @@ export interface Store {
   /** Non-review steps of a plan not yet terminal (PENDING, IN_PROGRESS, NEEDS_REVIEW). */
   countOpenSteps(planId: string): number;
   /**
-   * Optional fast paths for the roll-up's cheap exit (a store without them is read through
-   * `countOpenSteps` and `getStep`): whether `countOpenSteps(planId) > 0`, stopping at the first
-   * open step; and a step's status alone.
+   * The roll-up's cheap exit: whether `countOpenSteps(planId) > 0`, stopping at the first open
+   * step; a step's and a plan's status alone (no whole-row read).
    */
-  hasOpenSteps?(planId: string): boolean;
-  stepStatus?(stepId: string): string | undefined;
-  /** Optional fast path: a plan's status alone (a store without it is read through `getPlan`). */
-  planStatus?(planId: string): string | undefined;
+  hasOpenSteps(planId: string): boolean;
+  stepStatus(stepId: string): string | undefined;
+  planStatus(planId: string): string | undefined;
   /** Clears the leases still held by steps of a plan (called when the plan closes). */
   releaseLeases(planId: string): number;
   /** IN_PROGRESS steps whose lease expired before `nowMs`. */

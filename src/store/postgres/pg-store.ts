@@ -295,6 +295,23 @@ export class PgStore implements Store {
     );
   }
 
+  hasOpenSteps(planId: string): boolean {
+    return (
+      this.#first(
+        "SELECT 1 AS one FROM steps WHERE plan_id = $1 AND role = 'regular' AND status IN ('PENDING', 'IN_PROGRESS', 'NEEDS_REVIEW') LIMIT 1",
+        [planId],
+      ) !== undefined
+    );
+  }
+
+  stepStatus(stepId: string): string | undefined {
+    return this.#first<{ status: string }>("SELECT status FROM steps WHERE step_id = $1", [stepId])?.status;
+  }
+
+  planStatus(planId: string): string | undefined {
+    return this.#first<{ status: string }>("SELECT status FROM plans WHERE plan_id = $1", [planId])?.status;
+  }
+
   releaseLeases(planId: string): number {
     this.#requireTx("releaseLeases");
     return this.pg.query(
