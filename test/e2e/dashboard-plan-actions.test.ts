@@ -151,7 +151,10 @@ describe("dashboard: retry", () => {
     await retry.waitFor();
     // Only the failed step offers a retry.
     expect(await d.page.locator("[data-retry]").count()).toBe(1);
-    await retry.scrollIntoViewIfNeeded();
+    // A live re-render (the events of the writes above) may replace the button under the scroll.
+    await retry
+      .evaluate((el) => el.scrollIntoView({ block: "center" }))
+      .catch(() => retry.scrollIntoViewIfNeeded());
     await d.shot("plan-retry");
     await retry.click();
     await d.page.locator("#status", { hasText: "retry added:" }).waitFor();
