@@ -55,6 +55,9 @@ function parts(body) {
   return { system, tools, task: taskChars, turns: total - system - tools - taskChars, reply: replyChars };
 }
 const tok = (chars) => Math.ceil(chars / CHARS_PER_TOKEN);
+/** Tokens of a request and its reply as the estimate counted before it counted tools: message text only. */
+const textOnlyTokens = (body) =>
+  tok((body.messages ?? []).reduce((n, m) => n + contentText(m.content).length, 0)) + tok(replyChars);
 
 const ws = tempDir("tokens");
 const init = spawnSync(process.execPath, [BIN, "init"], { cwd: ws, encoding: "utf8" });
@@ -142,6 +145,11 @@ try {
     `\n  tokens of the build ÷ tokens of one code_exec run: ${build.out.tokens} ÷ ${oneRun} = ${fmt(buildPerRun, 3)}` +
       ` (code_exec runs: median ${oneRun}, ${Math.min(...perRun)}–${Math.max(...perRun)})`,
   );
+  const oldBuild = buildRequests.reduce((n, r) => n + textOnlyTokens(r.body), 0);
+  const oldRun = execFirst.reduce((n, r) => n + textOnlyTokens(r.body), 0);
+  console.log(
+    `  counting message text only (the estimate before it counted tool schemas): ${oldBuild} ÷ ${oldRun} = ${fmt(oldBuild / oldRun, 3)}`,
+  );
   const rows = [
     ...execFirst.map((r, i) => [`code_exec run 1, request ${i + 1}`, parts(r.body)]),
     ...buildRequests.map((r, i) => [`build, request ${i + 1}`, parts(r.body)]),
@@ -168,6 +176,7 @@ try {
     "learn_code build tokens": build.out.tokens,
     "code_exec tokens of one run (median)": oneRun,
     "tokens ratio build / one code_exec run (issue 19)": buildPerRun,
+    "same, message text only (the earlier estimate)": oldBuild / oldRun,
     "tokens ratio code_exec / learn_code": execTokens / learnedTokens,
     "code_exec wall time (s)": execMs / 1000,
     "learn_code wall time, build + runs (s)": learnedMs / 1000,

@@ -60,7 +60,7 @@ describe("ratchet build (scripted model)", () => {
     const system = systemText(first);
     for (const rule of [
       "code/main.py",
-      "with no model",
+      "every later run, without a model",
       "STEP_OUTPUT_DIR",
       "VAR_* / SECRET_* environment variables (never a hard-coded fallback)",
       "sys.argv",

@@ -42,7 +42,7 @@ export const NO_FABRICATION_RULE =
 export function builderSystemPrompt(kind: "learn_code" | "code_exec"): string {
   return [
     kind === "learn_code"
-      ? "You write code/main.py: a Python script that does one workflow step on every later run, with no model."
+      ? "You write code/main.py: it does one workflow step on every later run, without a model."
       : "You write and run Python code in code/ to perform one workflow step for this run only.",
     "Your file tools work inside the step's code/ folder only. run_script runs main.py there (python3 -B main.py <dependency output folders>) and returns its exit code and output.",
     "The script must write its outputs under the folder in the STEP_OUTPUT_DIR environment variable, read variables and secrets from VAR_* / SECRET_* environment variables (never a hard-coded fallback), take dependency output folders from sys.argv, and print diagnostics to stdout/stderr.",
