@@ -2,7 +2,8 @@
 //  The same one-step workflow on a 20-run schedule, twice, through the built CLI:
 //   (a) code_exec: every run asks the model to write and run the code again;
 //   (b) learn_code: one `ratchet build` (the model writes main.py once), then 20 runs of the saved
-//       script on the fast path.
+//       script on the fast path;
+//   (c) one more build of the same step whose first script fails, so that one repair agent runs.
 //  The model is the scripted model (a real local HTTP server); its token counts are its estimate
 //  of 4 characters per token of each real request and reply, so they scale with the actual
 //  prompts the Builder sends (the whole request: system prompt, messages, tool definitions). Printed:
@@ -37,13 +38,32 @@ const reply = {
   ],
 };
 
-// What the scripted model counts for the reply: its text, the tool names and argument texts.
-const replyChars =
-  reply.text.length +
-  reply.tool_calls.reduce((n, c) => n + c.name.length + JSON.stringify(c.arguments).length, 0);
+// (c) a build whose first script fails at run time, so that one repair agent is needed.
+const BROKEN = 'import sys\nprint("cannot reach the data", file=sys.stderr)\nsys.exit(3)\n';
+const repairScript = {
+  turns: [
+    {
+      match: { contains: "There is no script yet" },
+      tool_calls: [
+        { name: "write_file", arguments: { path: "main.py", content: BROKEN } },
+        { name: "finish", arguments: { summary: "main.py written" } },
+      ],
+    },
+  ],
+  default: reply,
+};
+
+// What the scripted model counts for a reply: its text, the tool names and argument texts.
+const charsOf = (r) =>
+  (r.text ?? "").length +
+  (r.tool_calls ?? []).reduce((n, c) => n + c.name.length + JSON.stringify(c.arguments).length, 0);
+/** The characters of the reply a recorded request got (`turn` is the script's turn, or "default"). */
+const replyCharsOf = (entry, script) =>
+  charsOf(entry.turn === "default" ? script.default : script.turns[entry.turn]);
 
 /** One request in parts, in characters (their sum is what the scripted model's estimate counts). */
-function parts(body) {
+function parts(entry, script) {
+  const body = entry.body;
   const messages = body.messages ?? [];
   const text = (role) =>
     messages.filter((m) => m.role === role).reduce((n, m) => n + contentText(m.content).length, 0);
@@ -52,12 +72,14 @@ function parts(body) {
   const taskChars = task ? contentText(task.content).length : 0;
   const tools = Array.isArray(body.tools) && body.tools.length > 0 ? JSON.stringify(body.tools).length : 0;
   const total = requestChars(body);
-  return { system, tools, task: taskChars, turns: total - system - tools - taskChars, reply: replyChars };
+  const turns = total - system - tools - taskChars;
+  return { system, tools, task: taskChars, turns, reply: replyCharsOf(entry, script) };
 }
 const tok = (chars) => Math.ceil(chars / CHARS_PER_TOKEN);
 /** Tokens of a request and its reply as the estimate counted before it counted tools: message text only. */
-const textOnlyTokens = (body) =>
-  tok((body.messages ?? []).reduce((n, m) => n + contentText(m.content).length, 0)) + tok(replyChars);
+const textOnlyTokens = (entry, script) =>
+  tok((entry.body.messages ?? []).reduce((n, m) => n + contentText(m.content).length, 0)) +
+  tok(replyCharsOf(entry, script));
 
 const ws = tempDir("tokens");
 const init = spawnSync(process.execPath, [BIN, "init"], { cwd: ws, encoding: "utf8" });
@@ -83,8 +105,10 @@ function workflow(name, mode) {
 }
 workflow("exec", "code_exec");
 workflow("learned", "learn_code");
+workflow("repaired", "learn_code");
 
-const model = await startScriptedModel({ script: { turns: [], default: reply } });
+const script = { turns: [], default: reply };
+const model = await startScriptedModel({ script });
 const env = { ...process.env, RATCHET_MODEL: "openai-compatible:scripted", OPENAI_BASE_URL: model.url };
 delete env.RATCHET_DB;
 
@@ -128,6 +152,14 @@ try {
   const learnedRunRequests = model.requests().length - afterBuild;
   if (learnedRunRequests !== 0) throw new Error(`learned runs made ${learnedRunRequests} model request(s)`);
 
+  // (c) a build with one repair: the author's script exits 3, a fresh repair agent fixes it.
+  model.reset(repairScript);
+  const repaired = await ratchet(["build", "repaired", "--step", "report"]);
+  const kinds = repaired.out.attempts.map((a) => `${a.kind}:${a.outcome}`).join(", ");
+  if (repaired.out.verdict !== "passed" || repaired.out.attempts.length !== 2)
+    throw new Error(`the repaired build did not pass in 2 attempts: ${kinds}`);
+  const repairRequests = model.requests();
+
   console.log(`\n  ${RUNS} scheduled runs          code_exec        learn_code (1 build + runs)`);
   console.log(
     `  total tokens              ${String(execTokens).padEnd(16)} ${learnedTokens} (build ${build.out.tokens}, runs 0)`,
@@ -145,14 +177,18 @@ try {
     `\n  tokens of the build ÷ tokens of one code_exec run: ${build.out.tokens} ÷ ${oneRun} = ${fmt(buildPerRun, 3)}` +
       ` (code_exec runs: median ${oneRun}, ${Math.min(...perRun)}–${Math.max(...perRun)})`,
   );
-  const oldBuild = buildRequests.reduce((n, r) => n + textOnlyTokens(r.body), 0);
-  const oldRun = execFirst.reduce((n, r) => n + textOnlyTokens(r.body), 0);
+  const oldBuild = buildRequests.reduce((n, r) => n + textOnlyTokens(r, script), 0);
+  const oldRun = execFirst.reduce((n, r) => n + textOnlyTokens(r, script), 0);
   console.log(
     `  counting message text only (the estimate before it counted tool schemas): ${oldBuild} ÷ ${oldRun} = ${fmt(oldBuild / oldRun, 3)}`,
   );
+  console.log(
+    `  a build with one repair (${kinds}): ${repaired.out.tokens} tokens = ${fmt(repaired.out.tokens / oneRun, 3)} code_exec runs`,
+  );
   const rows = [
-    ...execFirst.map((r, i) => [`code_exec run 1, request ${i + 1}`, parts(r.body)]),
-    ...buildRequests.map((r, i) => [`build, request ${i + 1}`, parts(r.body)]),
+    ...execFirst.map((r, i) => [`code_exec run 1, request ${i + 1}`, parts(r, script)]),
+    ...buildRequests.map((r, i) => [`build, request ${i + 1}`, parts(r, script)]),
+    ...repairRequests.map((r, i) => [`build + repair, request ${i + 1}`, parts(r, repairScript)]),
   ];
   console.log("\n  per request, characters (≈ tokens at 4 characters per token)");
   console.log(
@@ -177,6 +213,8 @@ try {
     "code_exec tokens of one run (median)": oneRun,
     "tokens ratio build / one code_exec run (issue 19)": buildPerRun,
     "same, message text only (the earlier estimate)": oldBuild / oldRun,
+    "build with one repair, tokens": repaired.out.tokens,
+    "build with one repair / one code_exec run": repaired.out.tokens / oneRun,
     "tokens ratio code_exec / learn_code": execTokens / learnedTokens,
     "code_exec wall time (s)": execMs / 1000,
     "learn_code wall time, build + runs (s)": learnedMs / 1000,
