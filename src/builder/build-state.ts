@@ -130,7 +130,8 @@ export interface Build extends BuildPlace, BuildProgress {
   readonly ran: RanCode;
   readonly runBridge: RunBridge;
   readonly model: LazyModel;
-  readonly tools: LoopTool[];
+  /** The tools of each kind of agent: the author and the repairs, the `code_exec` fallback. */
+  readonly tools: Readonly<Record<"learn_code" | "code_exec", LoopTool[]>>;
   readonly recorder: AttemptRecorder;
   /** The orchestrator the script delegates for (its sub-agents' tokens count toward the attempt). */
   readonly orchestrator: OrchestratorContext | undefined;

@@ -12,6 +12,7 @@ import {
   clientOf,
   GOOD,
   scripted,
+  systemText,
   toolNames,
   userText,
   workflowYaml,
@@ -53,6 +54,27 @@ describe("ratchet build (scripted model)", () => {
     expect(r.attempts.map((a) => [a.kind, a.outcome])).toEqual([["author", "passed"]]);
     expect(r.tokens).toBe(830);
     expect(model.requests()).toHaveLength(2);
+    // The author's request: what the script may and may not do, and the tools a learned script's
+    // author needs — no call_tool (the script makes the calls; run_script runs them).
+    const first = model.requests()[0]?.body;
+    const system = systemText(first);
+    for (const rule of [
+      "code/main.py",
+      "every later run, without a model",
+      "STEP_OUTPUT_DIR",
+      "VAR_* / SECRET_* environment variables (never a hard-coded fallback)",
+      "sys.argv",
+      "MCP_API_URL",
+      "get_api_spec",
+      "No fabricated data",
+      "Never write into learnings/ or knowledgebase/",
+      "no eval, exec or compile",
+      "must not change its own files",
+    ])
+      expect(system).toContain(rule);
+    expect(toolNames(first).sort()).toEqual(
+      ["edit_file", "finish", "get_api_spec", "list_files", "read_file", "run_script", "write_file"].sort(),
+    );
     // Saved back with a real unified diff, version 1, the contract beside it.
     const saved = join(f.home, "learnings", "report");
     expect(readFileSync(join(saved, "main.py"), "utf8")).toBe(GOOD);
@@ -113,7 +135,10 @@ describe("ratchet build (scripted model)", () => {
     expect(text).toContain("exit code 3");
     expect(text).toContain("cannot reach the data");
     expect(text).toContain("Declared variables: VAR_REGION");
-    expect(text).toContain("No fabricated data");
+    // The no-fabrication rule reaches the repair agent once, in the system prompt of the request.
+    expect(systemText(req?.body).split("No fabricated data")).toHaveLength(2);
+    expect(text).not.toContain("No fabricated data");
+    expect(toolNames(req?.body)).not.toContain("call_tool");
     // …and not the script inlined, nor the validation details.
     expect(text).not.toContain("sys.exit(3)");
     expect(text).not.toContain("value_type");
@@ -140,9 +165,48 @@ describe("ratchet build (scripted model)", () => {
     const texts = model.requests().map((q) => userText(q.body));
     expect(texts.filter((t) => t.includes("Repair attempt"))).toHaveLength(3);
     expect(texts[3]).toContain("Repair attempt 3 of 3");
+    // The learned attempts' agents have no call_tool; the code_exec fallback has a run's tool set.
+    const requests = model.requests();
+    expect(requests.slice(0, 4).map((q) => toolNames(q.body).includes("call_tool"))).toEqual([
+      false,
+      false,
+      false,
+      false,
+    ]);
+    expect(toolNames(requests[4]?.body)).toContain("call_tool");
+    expect(systemText(requests[4]?.body)).toContain("for this run only");
     expect(f.ctx.store.getPlan(r.plan_id)?.status).toBe("FAILED");
     const ids = r.attempts.map((a) => /-(A[.\d]*)$/.exec(a.ledger_step_id)?.[1]);
     expect(ids).toEqual(["A", "A.1", "A.1.1", "A.1.1.1", "A.1.1.2"]);
+  });
+
+  it("an author that calls call_tool anyway gets an unknown-tool error, and the build goes on", async () => {
+    const f = builderFixture();
+    const model = await scripted({
+      turns: [
+        {
+          match: { contains: "There is no script yet" },
+          tool_calls: [{ name: "call_tool", arguments: { name: "custom:anything", arguments: {} } }],
+        },
+        {
+          match: { tool_result_contains: "call_tool" },
+          tool_calls: [
+            { name: "write_file", arguments: { path: "main.py", content: GOOD } },
+            { name: "finish", arguments: { summary: "wrote main.py" } },
+          ],
+        },
+      ],
+    });
+    const r = await buildStep(f.ctx, f.wf(), "report", { env: f.env, model: clientOf(model) });
+    expect(model.requests()).toHaveLength(2);
+    expect(model.requests()[1]?.turn).toBe(1);
+    const second = model.requests()[1]?.body as { messages?: { role: string; content: unknown }[] };
+    const results = (second?.messages ?? [])
+      .filter((m) => m.role === "tool")
+      .map((m) => JSON.stringify(m.content));
+    expect(results.join("\n")).toMatch(/unavailable tool|unknown tool/i);
+    expect(r.verdict).toBe("passed");
+    expect(readFileSync(join(f.home, "learnings", "report", "main.py"), "utf8")).toBe(GOOD);
   });
 
   it("never saves a script that fails static review (or has a syntax error)", async () => {

@@ -166,7 +166,10 @@ function openBuild(
     ran: new RanCode(place.codeDir),
     runBridge,
     model,
-    tools: agentTools(place, facts, notesFile, bridge, () => evaluate(b)),
+    tools: {
+      learn_code: agentTools("learn_code", place, facts, notesFile, bridge, () => evaluate(b)),
+      code_exec: agentTools("code_exec", place, facts, notesFile, bridge, () => evaluate(b)),
+    },
     recorder: openAttempts(place, saved !== undefined),
     ...noAttemptsYet(),
   };
@@ -241,8 +244,12 @@ function openAttempts(place: BuildPlace, hasSaved: boolean): AttemptRecorder {
   );
 }
 
-/** The tools of the build's agents: file tools in code/, run_script (`evaluate`), the bridge, the notes when writable. */
+/**
+ * The tools of the build's agents of one kind: file tools in code/, run_script (`evaluate`), the
+ * bridge (`call_tool` for `code_exec` only, script-tools.ts), the notes when writable.
+ */
 function agentTools(
+  kind: "learn_code" | "code_exec",
   place: BuildPlace,
   facts: TaskFacts,
   notesFile: string,
@@ -251,6 +258,7 @@ function agentTools(
 ): LoopTool[] {
   const { step, clock } = place;
   return scriptTools({
+    kind,
     codeDir: place.codeDir,
     evaluate,
     bridge,
@@ -306,7 +314,7 @@ function agent(b: Build, kind: "learn_code" | "code_exec", message: string): Pro
     client: b.model.get(),
     system: builderSystemPrompt(kind),
     message,
-    tools: b.tools,
+    tools: b.tools[kind],
     limits: {
       maxRounds: AGENT_MAX_ROUNDS,
       maxToolCalls: AGENT_MAX_TOOL_CALLS,

@@ -12,6 +12,7 @@ import {
   clientOf,
   GOOD,
   scripted,
+  systemText,
   toolNames,
   writesScript,
 } from "../../test/helpers/builder.js";
@@ -42,6 +43,12 @@ describe("model-driven steps in runs", () => {
     });
     expect(run.status).toBe("passed");
     expect(run.steps[0]).toMatchObject({ mode: "code_exec", fast_path: false, tokens: 150 });
+    // A code_exec agent works for this run only and keeps call_tool beside the script tools.
+    const [req] = model.requests();
+    expect(systemText(req?.body)).toContain("for this run only");
+    expect(toolNames(req?.body)).toEqual(
+      expect.arrayContaining(["write_file", "run_script", "get_api_spec", "call_tool", "finish"]),
+    );
     expect(existsSync(join(f.home, "learnings", "report"))).toBe(false);
     const out = JSON.parse(
       readFileSync(join(f.ctx.workspace.dir, "runs", run.run_id, "report", "report.json"), "utf8"),

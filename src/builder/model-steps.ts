@@ -68,6 +68,7 @@ async function codeExecStep(client: ModelClient, input: ModelStepInput): Promise
     system: builderSystemPrompt("code_exec"),
     message: initialTask(facts(input), false),
     tools: scriptTools({
+      kind: "code_exec",
       codeDir,
       evaluate,
       bridge: input.bridge,

@@ -35,11 +35,14 @@ export interface TaskFacts {
 export const NO_FABRICATION_RULE =
   "No fabricated data: every value the script writes must come from a tool call through the bridge, an API response, or an input file. Never invent, hard-code or guess output values to make a check pass; when the data cannot be obtained, let the script fail with a clear error on stderr.";
 
-/** The system prompt of a Builder agent (learn_code) or a code_exec agent. */
+/**
+ * The system prompt of a Builder agent (learn_code) or a code_exec agent: the same rules for the
+ * script, only the first sentence differs. A repair's message does not repeat what is here.
+ */
 export function builderSystemPrompt(kind: "learn_code" | "code_exec"): string {
   return [
     kind === "learn_code"
-      ? "You write and maintain a reusable Python script, code/main.py, that performs one workflow step on every future run without a model."
+      ? "You write code/main.py: it does one workflow step on every later run, without a model."
       : "You write and run Python code in code/ to perform one workflow step for this run only.",
     "Your file tools work inside the step's code/ folder only. run_script runs main.py there (python3 -B main.py <dependency output folders>) and returns its exit code and output.",
     "The script must write its outputs under the folder in the STEP_OUTPUT_DIR environment variable, read variables and secrets from VAR_* / SECRET_* environment variables (never a hard-coded fallback), take dependency output folders from sys.argv, and print diagnostics to stdout/stderr.",
@@ -89,7 +92,11 @@ export interface RepairFacts {
   lastExitCode: number | null;
 }
 
-/** The message of a fresh repair agent: the spec's feedback and nothing else. */
+/**
+ * The message of a fresh repair agent: the spec's feedback and nothing else. The no-fabrication
+ * rule of the feedback is the system prompt's ({@link builderSystemPrompt}), sent with this
+ * message in the same request, so it is not repeated here.
+ */
 export function repairFeedback(t: TaskFacts, r: RepairFacts): string {
   const findings =
     r.findings.length === 0
@@ -104,7 +111,6 @@ export function repairFeedback(t: TaskFacts, r: RepairFacts): string {
     findings,
     `Last run: exit code ${r.lastExitCode ?? "none (did not finish)"}. Output (head and tail):\n${headTailChars(r.lastOutput, FEEDBACK_OUTPUT_HEAD_CHARS, FEEDBACK_OUTPUT_TAIL_CHARS) || "(no output)"}`,
     "Fix main.py, run it with run_script, and call finish when it works.",
-    NO_FABRICATION_RULE,
   ].join("\n\n");
 }
 

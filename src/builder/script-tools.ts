@@ -4,6 +4,11 @@
  * limit, the run's bridge), the bridge tools, and `append_skill_note` when the step may write the
  * shared notes. `run_script` answers with the exit code, the static-review findings and the
  * output — never the validation details.
+ *
+ * A learned script's author (`kind: "learn_code"`) gets `get_api_spec` but not `call_tool`: the
+ * script it writes makes the calls on every later run, and `run_script` runs them through the
+ * bridge; a tool's live answer in the conversation would only invite copying this run's data into
+ * a script that is kept. A `code_exec` agent (this run only) keeps `call_tool`.
  */
 import { join } from "node:path";
 import type { LoopTool } from "../model/index.js";
@@ -21,6 +26,7 @@ export function describeRun(r: LearnedStepResult): string {
 }
 
 export function scriptTools(opts: {
+  kind: "learn_code" | "code_exec";
   codeDir: string;
   evaluate: () => Promise<LearnedStepResult>;
   bridge: BridgeProvider;
@@ -42,7 +48,7 @@ export function scriptTools(opts: {
         return describeRun(await opts.evaluate());
       },
     },
-    ...bridgeTools(opts.bridge, opts.allowedTools),
+    ...bridgeTools(opts.bridge, opts.allowedTools, { callTool: opts.kind === "code_exec" }),
   ];
   if (opts.skillNotesFile) tools.push(skillNoteTool(opts.skillNotesFile, opts.stepId, opts.now));
   return tools;

@@ -211,9 +211,17 @@ async function bridgePost(
   return reply.result;
 }
 
-/** get_api_spec and call_tool through the run's bridge, limited to `allowed` tools (unset: all). */
-export function bridgeTools(bridge: BridgeProvider, allowed?: readonly string[]): LoopTool[] {
-  return [
+/**
+ * get_api_spec and call_tool through the run's bridge, limited to `allowed` tools (unset: all).
+ * @param opts.callTool default true; false leaves call_tool out (a learned script's author: the
+ *   script makes the calls, the agent reads the contract).
+ */
+export function bridgeTools(
+  bridge: BridgeProvider,
+  allowed?: readonly string[],
+  opts: { callTool?: boolean } = {},
+): LoopTool[] {
+  const tools: LoopTool[] = [
     {
       def: {
         name: "get_api_spec",
@@ -252,6 +260,7 @@ export function bridgeTools(bridge: BridgeProvider, allowed?: readonly string[])
       },
     },
   ];
+  return opts.callTool === false ? tools.filter((t) => t.def.name !== "call_tool") : tools;
 }
 
 /** append_skill_note: adds a dated line to the shared notes (learnings_access read-write only). */

@@ -18,7 +18,7 @@ export interface ReplyContext {
   requestNo: number;
   /** The request's `model` (echoed back). */
   model: string;
-  /** Characters of the request's messages (for the usage estimate). */
+  /** Characters of the whole request: messages, tool calls and tool definitions (`requestChars`). */
   promptChars: number;
 }
 

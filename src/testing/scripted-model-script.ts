@@ -155,6 +155,28 @@ export function requestView(body: Record<string, unknown>): RequestView {
   };
 }
 
+/**
+ * Characters of everything a model reads in a chat-completions request: every message's text
+ * (system, user, assistant, tool), the names and argument texts of the assistant's tool calls, and
+ * the tool definitions as the JSON they are sent as. The usage estimate divides this by
+ * `CHARS_PER_TOKEN`, so a prompt's tools and earlier tool calls are counted like its text.
+ */
+export function requestChars(body: Record<string, unknown>): number {
+  const messages = Array.isArray(body.messages) ? (body.messages as Record<string, unknown>[]) : [];
+  let n = 0;
+  for (const m of messages) {
+    n += contentText(m?.content).length;
+    const calls = Array.isArray(m?.tool_calls) ? (m.tool_calls as Record<string, unknown>[]) : [];
+    for (const c of calls) {
+      const f = (c?.function ?? {}) as Record<string, unknown>;
+      n += String(f.name ?? "").length;
+      n += typeof f.arguments === "string" ? f.arguments.length : JSON.stringify(f.arguments ?? "").length;
+    }
+  }
+  if (Array.isArray(body.tools) && body.tools.length > 0) n += JSON.stringify(body.tools).length;
+  return n;
+}
+
 /** Flattens an OpenAI message `content` (string, or array of parts) to text. */
 export function contentText(content: unknown): string {
   if (typeof content === "string") return content;

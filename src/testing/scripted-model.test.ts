@@ -9,7 +9,13 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { isRatchetError } from "../core/index.js";
 import { type ScriptedModel, startScriptedModel } from "./scripted-model.js";
 import { completionBody, replyUsage, streamPlan, TEXT_DELTA_CHARS } from "./scripted-model-replies.js";
-import { parseScript, pickTurn, type RequestView, type ScriptInput } from "./scripted-model-script.js";
+import {
+  parseScript,
+  pickTurn,
+  type RequestView,
+  requestChars,
+  type ScriptInput,
+} from "./scripted-model-script.js";
 
 /** Generous: a loaded machine may take seconds to start a Node process. */
 const WAIT = { timeout: 30_000, interval: 20 };
@@ -101,6 +107,29 @@ describe("scripted replies (pure)", () => {
     });
   });
 
+  it("sizes the whole request for the estimate: every message, the assistant's tool calls, the tools", () => {
+    const tools = [{ type: "function", function: { name: "run", parameters: { type: "object" } } }];
+    const body = {
+      messages: [
+        { role: "system", content: "S".repeat(10) },
+        { role: "user", content: [{ type: "text", text: "U".repeat(5) }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "c1", type: "function", function: { name: "write", arguments: '{"a":1}' } }],
+        },
+        { role: "tool", tool_call_id: "c1", content: "ok" },
+      ],
+      tools,
+    };
+    expect(requestChars(body)).toBe(
+      10 + 5 + "write".length + '{"a":1}'.length + 2 + JSON.stringify(tools).length,
+    );
+    // Without tools, only the text counts; a body without messages is empty.
+    expect(requestChars({ messages: [{ role: "user", content: "abcd" }], tools: [] })).toBe(4);
+    expect(requestChars({})).toBe(0);
+  });
+
   it("picks the first turn with uses left whose match accepts the request", () => {
     const script = parseScript({
       turns: [
@@ -183,6 +212,23 @@ describe("the scripted model over HTTP", () => {
         },
       ],
     });
+  });
+
+  it("estimates prompt tokens from the whole request, tool definitions included", async () => {
+    const model = await scripted({ default: { text: "ok" } });
+    const messages = [{ role: "user", content: "x".repeat(40) }];
+    const tools = [
+      {
+        type: "function",
+        function: { name: "t", description: "d".repeat(200), parameters: { type: "object" } },
+      },
+    ];
+    const bare = (await (await post(model, { messages })).json()) as { usage: { prompt_tokens: number } };
+    const withTools = (await (await post(model, { messages, tools })).json()) as {
+      usage: { prompt_tokens: number };
+    };
+    expect(bare.usage.prompt_tokens).toBe(10);
+    expect(withTools.usage.prompt_tokens).toBe(Math.ceil((40 + JSON.stringify(tools).length) / 4));
   });
 
   it("sends the scripted error with its Retry-After, then a 500 naming the request once the script is exhausted", async () => {

@@ -30,6 +30,7 @@ import {
   loadScriptFile,
   parseScript,
   pickTurn,
+  requestChars,
   requestView,
   type Script,
   type ScriptInput,
@@ -162,7 +163,7 @@ export async function startScriptedModel(options: ScriptedModelOptions): Promise
     const ctx: ReplyContext = {
       requestNo,
       model: view.model ?? "scripted",
-      promptChars: view.messages.reduce((n, m) => n + m.content.length, 0),
+      promptChars: requestChars(request),
     };
     entry.status = 200;
     const frame = reply.stream_error

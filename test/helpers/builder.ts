@@ -120,6 +120,15 @@ export function userText(body: unknown): string {
     .join("\n");
 }
 
+/** The system prompt of a recorded request. */
+export function systemText(body: unknown): string {
+  const messages = (body as { messages?: { role: string; content: unknown }[] }).messages ?? [];
+  return messages
+    .filter((m) => m.role === "system")
+    .map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content)))
+    .join("\n");
+}
+
 export function toolNames(body: unknown): string[] {
   const tools = (body as { tools?: { function?: { name?: string } }[] }).tools ?? [];
   return tools.map((t) => t.function?.name ?? "");
