@@ -149,10 +149,8 @@ describe("a learned step in a forked child is held to its own confinement", () =
       const r = await ws.run(
         ["run", join(wf, "workflow.yaml"), "--var", "victim=victim", "--var", `store=${store}`, "--json"],
         {
-          env:
-            mode === "plain"
-              ? { RATCHET_FORKSERVER: "1", RATCHET_NO_FORKSERVER: "1" }
-              : { RATCHET_FORKSERVER: "1" },
+          // The forkserver is the default; the plain mode switches it off.
+          env: mode === "plain" ? { RATCHET_NO_FORKSERVER: "1" } : {},
         },
       );
       const run = runJson(r);
@@ -330,9 +328,7 @@ with open(path, "w") as f:
 os.chmod(path, 0o640)
 `;
     const wf = attackWorkflow(ws, "fs-misfit", [{ id: "modes", file: "main.py", code }]);
-    const run = runJson(
-      await ws.run(["run", join(wf, "workflow.yaml"), "--json"], { env: { RATCHET_FORKSERVER: "1" } }),
-    );
+    const run = runJson(await ws.run(["run", join(wf, "workflow.yaml"), "--json"]));
     expect(run.steps.map((s) => s.outcome)).toEqual(["passed"]);
     const show = await ws.run(["plan", "show", (run as unknown as { plan_id: string }).plan_id]);
     expect(show.stdout).toContain("[plain start: the script may change file metadata");
