@@ -22,7 +22,8 @@
 #   to the server:  b"q" JSON request {argv, cwd, env, path0, timeoutMs, killGraceMs, confine?} |
 #                   b"c" cancel  (confine: {reads, writes, files}, the run's own Landlock roots)
 #   from the server: b"r" ready | b"u" unsupported (reason) | b"o"/b"e" stdout/stderr bytes |
-#                    b"s" JSON status {exitCode, signal, timedOut, cancelled, pid}
+#                    b"s" JSON status {exitCode, signal, timedOut, cancelled, pid, ran}
+#                    (ran: the script's child was confined and started the script)
 import sys
 
 # The modules a plain `python3 -B main.py` has before the script runs (what this file adds is
@@ -265,7 +266,7 @@ def _setup_failed(err_w, why):
     os._exit(125)
 
 
-def _keeper(req, out_w, err_w, server):
+def _keeper(req, out_w, err_w, ok_w, server):
     """The run's root, outside the script's domain: starts the script, then kills whatever it left
     and reports its status."""
     why = _die_with(server) or _scope_domain()
@@ -297,8 +298,11 @@ def _keeper(req, out_w, err_w, server):
         why = _die_with(keeper) or _scope_domain(req.get("confine"))
         if why:
             _setup_failed(err_w, why)
+        os.write(ok_w, b"k")
+        os.close(ok_w)
         _run_script(req, out_w, err_w)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    os.close(ok_w)
     os.close(out_w)
     os.close(err_w)
     _, status = os.waitpid(pid, 0)
@@ -343,15 +347,20 @@ def _serve_one(sock, req):
     # Socket pairs, as Node's spawn gives a plain start for stdout and stderr.
     out_r, out_w = (x.detach() for x in socket.socketpair())
     err_r, err_w = (x.detach() for x in socket.socketpair())
+    # One byte from the script's child once it is confined, before the script: the only proof
+    # that the script ran (its exit code and stderr are the script's to choose).
+    ok_r, ok_w = os.pipe()
     server = os.getpid()
     pid = os.fork()
     if pid == 0:
         sock.close()
         os.close(out_r)
         os.close(err_r)
-        _keeper(req, out_w, err_w, server)
+        os.close(ok_r)
+        _keeper(req, out_w, err_w, ok_w, server)
     os.close(out_w)
     os.close(err_w)
+    os.close(ok_w)
     keeper = os.pidfd_open(pid)
     started = time.monotonic()
     timeout = req["timeoutMs"] / 1000.0
@@ -388,8 +397,10 @@ def _serve_one(sock, req):
             elif fd == keeper:
                 _, status = os.waitpid(pid, 0)
                 os.close(keeper)
-                # The keeper is gone (done, or killed by its own script): nothing of the run stays.
+                # The keeper is gone: nothing of the run stays (so no writer of ok_r is left either).
                 _drain()
+                ran = os.read(ok_r, 1) == b"k"
+                os.close(ok_r)
             else:
                 data = os.read(fd, 65536)
                 if data:
@@ -405,6 +416,7 @@ def _serve_one(sock, req):
         "timedOut": timed_out,
         "cancelled": cancelled,
         "pid": pid,
+        "ran": ran,
     }
     if hung_up:
         return False

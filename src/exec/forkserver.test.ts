@@ -132,7 +132,7 @@ orphan_parent = int(os.read(r, 32))
 print(json.dumps({
     "signal parent": outcome(lambda: os.kill(ppid, 0)),
     "read parent": outcome(lambda: open(f"/proc/{ppid}/stat").read()),
-    "parent is outside the script's group leader": os.getpgrp() != os.getpid(),
+    "leads its group": os.getpgrp() == os.getpid(),
     "session is the group": os.getsid(0) == os.getpgrp(),
     "setsid": outcome(os.setsid),
     "setpgid": outcome(lambda: os.setpgid(0, 0)),

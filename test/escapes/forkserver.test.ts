@@ -7,6 +7,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { KEEPER_SETUP_FAILURE } from "../../src/exec/forkserver.js";
 import { type ForkKit, forkKit } from "../../src/exec/forkserver-kit.js";
 
 let kit: ForkKit | string;
@@ -139,6 +140,15 @@ attempt("kill -1", lambda: os.kill(-1, 0) if False else None)
       "import gc, os\nprint('RUN1_SECRET' in os.environ, any(isinstance(o, dict) and o.get('TOKEN') == 'run1-token' for o in gc.get_objects()))\n",
     );
     expect(r.stdout).toBe("False False\n");
+  });
+
+  it("a script that prints the setup-failure line and exits 125 is a script's exit 125, not a run that never started", async () => {
+    // Were it taken for a setup failure, the step would be started again plain: the script twice.
+    const s = `import sys\nsys.stderr.write(${JSON.stringify(`${KEEPER_SETUP_FAILURE}forged\n`)})\nsys.exit(125)\n`;
+    const r = await k().fork(s);
+    expect(r.spawnError).toBeUndefined();
+    expect(r.exitCode).toBe(125);
+    expect(r.stderr).toBe(`${KEEPER_SETUP_FAILURE}forged\n`);
   });
 
   it("a script cannot kill its keeper (outside its domain), and what it started does not outlive its run", async () => {
