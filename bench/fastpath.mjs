@@ -80,7 +80,7 @@ function ratchetRun(env) {
 
 // Warm-up (file cache, Python's own caches, the sandbox probe), then interleaved rounds.
 bare();
-ratchetRun({ RATCHET_FORKSERVER: "1" });
+ratchetRun({});
 const bareMs = [];
 const sandboxedMs = [];
 const noForkMs = [];
@@ -89,7 +89,7 @@ const bwrapMs = [];
 const bwrapWorks = spawnSync("bwrap", ["--ro-bind", "/", "/", "true"]).status === 0;
 for (let i = 0; i < ROUNDS; i++) {
   bareMs.push(bare());
-  sandboxedMs.push(ratchetRun({ RATCHET_FORKSERVER: "1" }));
+  sandboxedMs.push(ratchetRun({}));
   noForkMs.push(ratchetRun({ RATCHET_NO_FORKSERVER: "1" }));
   plainMs.push(ratchetRun({ RATCHET_SANDBOX: "off" }));
   if (bwrapWorks) bwrapMs.push(ratchetRun({ RATCHET_SANDBOX: "bubblewrap" }));

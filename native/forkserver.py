@@ -7,18 +7,23 @@
 # supervisor. It connects once to SOCKET (Ratchet's listener, which accepts one connection and
 # removes the path), then serves one run at a time:
 #
-#   server ── fork ──► keeper (new nested Landlock domain that only scopes signals and abstract
-#                      sockets; child subreaper) ── fork ──► the script (fresh __main__)
+#   server ── fork ──► keeper (nested Landlock domain K: scopes signals and abstract sockets
+#    (domain S)         only; child subreaper) ── fork ──► the script's child, which narrows
+#                       itself into domain R nested in K (the run's own roots + the same scopes +
+#                       the metadata filter) before any script byte runs, then becomes __main__
 #
-# The keeper cannot signal the server; `kill(-1)` from the keeper reaches exactly the run's
-# processes (itself excepted), which is how leftovers are killed at the end, at the time limit and
-# on cancel. The script cannot signal, ptrace or read /proc of the server (outside its domain).
+# Signals go only inward (Landlock's signal scope): the server reaches everything, the keeper the
+# run's processes but never the server (its `kill(-1)` kills exactly the run, itself excepted),
+# the script only its own descendants — not its keeper, not the server, not another server's
+# runs — as a plain start's script cannot signal its supervisor. Nor can it ptrace or read /proc
+# of any of them.
 #
 # Frames on the socket, both ways: 1 byte kind, 4 bytes big-endian length, payload.
 #   to the server:  b"q" JSON request {argv, cwd, env, path0, timeoutMs, killGraceMs, confine?} |
 #                   b"c" cancel  (confine: {reads, writes, files}, the run's own Landlock roots)
 #   from the server: b"r" ready | b"u" unsupported (reason) | b"o"/b"e" stdout/stderr bytes |
-#                    b"s" JSON status {exitCode, signal, timedOut, cancelled, pid}
+#                    b"s" JSON status {exitCode, signal, timedOut, cancelled, pid, ran}
+#                    (ran: the script's child was confined and started the script)
 import sys
 
 # The modules a plain `python3 -B main.py` has before the script runs (what this file adds is
@@ -37,6 +42,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _SYS_LANDLOCK_CREATE_RULESET = 444
 _SYS_LANDLOCK_RESTRICT_SELF = 446
 _SCOPE = (1 << 0) | (1 << 1)  # LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL (ABI 6)
+_PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -120,12 +126,13 @@ def _refuse_metadata():
 
 
 def _scope_domain(confine=None):
-    """A nested Landlock domain that scopes signals and abstract sockets: from here on no signal
-    reaches a process outside it. With `confine` ({reads, writes, files}: the run's own
-    confinement) the domain also handles every file right ratchet-confine handles and allows only
-    the run's own roots, so the run is held to its own policy inside the server's wider one
-    (Landlock layers: an access must be allowed by every layer). Without `confine` the launcher's
-    rules stay exactly as they are."""
+    """Enters a nested Landlock domain that scopes signals and abstract sockets: from here on no
+    signal reaches a process outside it (its parent's domain included). With `confine` ({reads,
+    writes, files}: the run's own confinement) the domain also handles every file right
+    ratchet-confine handles and allows only the run's own roots, and a seccomp filter refuses
+    metadata calls, so the run is held to its own policy inside the server's wider one (Landlock
+    layers: an access must be allowed by every layer). Without `confine` the launcher's rules stay
+    exactly as they are."""
     handled = 0
     if confine is not None:
         abi = _libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), 1)
@@ -158,8 +165,15 @@ def _scope_domain(confine=None):
             return "landlock_restrict_self: " + os.strerror(ctypes.get_errno())
     finally:
         os.close(fd)
-    if _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        return "PR_SET_CHILD_SUBREAPER: " + os.strerror(ctypes.get_errno())
+    return None
+
+
+def _die_with(parent):
+    """SIGKILL when `parent` dies (as ratchet-confine gives its command), or why not."""
+    if _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        return "PR_SET_PDEATHSIG: " + os.strerror(ctypes.get_errno())
+    if os.getppid() != parent:
+        return "the parent ended before the run started"
     return None
 
 
@@ -247,12 +261,20 @@ def _run_script(req, out_w, err_w):
     os._exit(code)
 
 
-def _keeper(req, out_w, err_w):
-    """The run's root: starts the script, then kills whatever it left and reports its status."""
-    why = _scope_domain(req.get("confine"))
+def _setup_failed(err_w, why):
+    os.write(err_w, ("ratchet-forkserver: cannot confine the run: " + why + "\n").encode())
+    os._exit(125)
+
+
+def _keeper(req, out_w, err_w, ok_w, server):
+    """The run's root, outside the script's domain: starts the script, then kills whatever it left
+    and reports its status."""
+    why = _die_with(server) or _scope_domain()
+    if not why and _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        why = "PR_SET_CHILD_SUBREAPER: " + os.strerror(ctypes.get_errno())
     if why:
-        os.write(err_w, ("ratchet-forkserver: cannot confine the run: " + why + "\n").encode())
-        os._exit(125)
+        _setup_failed(err_w, why)
+    keeper = os.getpid()
     grace = [False]
 
     def on_term(signum, _frame):  # the server's time limit or cancel: TERM everything, KILL later
@@ -264,10 +286,23 @@ def _keeper(req, out_w, err_w):
             pass
 
     signal.signal(signal.SIGTERM, on_term)
+    # Blocked across the fork: a TERM arriving before the child has reset it must not run on_term
+    # (a kill(-1)) in the child, where it would still reach the keeper.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     pid = os.fork()
     if pid == 0:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        # The script's own domain, nested in the keeper's: from here on it cannot signal, ptrace
+        # or read /proc of the keeper, the server or anything else outside its own descendants.
+        why = _die_with(keeper) or _scope_domain(req.get("confine"))
+        if why:
+            _setup_failed(err_w, why)
+        os.write(ok_w, b"k")
+        os.close(ok_w)
         _run_script(req, out_w, err_w)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    os.close(ok_w)
     os.close(out_w)
     os.close(err_w)
     _, status = os.waitpid(pid, 0)
@@ -312,14 +347,20 @@ def _serve_one(sock, req):
     # Socket pairs, as Node's spawn gives a plain start for stdout and stderr.
     out_r, out_w = (x.detach() for x in socket.socketpair())
     err_r, err_w = (x.detach() for x in socket.socketpair())
+    # One byte from the script's child once it is confined, before the script: the only proof
+    # that the script ran (its exit code and stderr are the script's to choose).
+    ok_r, ok_w = os.pipe()
+    server = os.getpid()
     pid = os.fork()
     if pid == 0:
         sock.close()
         os.close(out_r)
         os.close(err_r)
-        _keeper(req, out_w, err_w)
+        os.close(ok_r)
+        _keeper(req, out_w, err_w, ok_w, server)
     os.close(out_w)
     os.close(err_w)
+    os.close(ok_w)
     keeper = os.pidfd_open(pid)
     started = time.monotonic()
     timeout = req["timeoutMs"] / 1000.0
@@ -356,8 +397,10 @@ def _serve_one(sock, req):
             elif fd == keeper:
                 _, status = os.waitpid(pid, 0)
                 os.close(keeper)
-                # The keeper is gone (done, or killed by its own script): nothing of the run stays.
+                # The keeper is gone: nothing of the run stays (so no writer of ok_r is left either).
                 _drain()
+                ran = os.read(ok_r, 1) == b"k"
+                os.close(ok_r)
             else:
                 data = os.read(fd, 65536)
                 if data:
@@ -373,6 +416,7 @@ def _serve_one(sock, req):
         "timedOut": timed_out,
         "cancelled": cancelled,
         "pid": pid,
+        "ran": ran,
     }
     if hung_up:
         return False

@@ -30,9 +30,22 @@ export interface ForkKit {
   secret: string;
   confinement: Confinement;
   python: string;
-  plain(script: string, args?: string[]): Promise<RunResult>;
-  fork(script: string, args?: string[]): Promise<RunResult>;
+  plain(script: string, args?: string[], file?: string): Promise<RunResult>;
+  fork(script: string, args?: string[], file?: string): Promise<RunResult>;
   server(): Promise<Forkserver>;
+  /** Another server of the same confinement (two runs at once: one server runs one at a time). */
+  otherServer(): Promise<Forkserver>;
+  /**
+   * Runs `script` (written to `file` in `codeDir`, default `main.py`) in `server`; with `confine`
+   * the run's child also narrows itself to the confinement's own roots (as learned steps do).
+   */
+  runIn(
+    server: Forkserver,
+    script: string,
+    args?: string[],
+    file?: string,
+    confine?: boolean,
+  ): Promise<RunResult>;
   close(): Promise<void>;
 }
 
@@ -80,9 +93,9 @@ export async function forkKit(): Promise<ForkKit | string> {
     cleanup: [],
   };
   const door = compileConfinement(confinement, launcher);
-  let server: Promise<Forkserver> | undefined;
-  const getServer = (): Promise<Forkserver> => {
-    server ??= Forkserver.start({
+  const started: Promise<Forkserver>[] = [];
+  const startServer = (): Promise<Forkserver> => {
+    const s = Forkserver.start({
       door: compileConfinement(forkserverConfinement(confinement), launcher),
       interpreter: py.executable,
       cwd: codeDir,
@@ -91,7 +104,37 @@ export async function forkKit(): Promise<ForkKit | string> {
       if (!(s instanceof Forkserver)) throw new Error(`forkserver did not start: ${s.fallback}`);
       return s;
     });
+    started.push(s);
+    return s;
+  };
+  let server: Promise<Forkserver> | undefined;
+  let other: Promise<Forkserver> | undefined;
+  const getServer = (): Promise<Forkserver> => {
+    server ??= startServer();
     return server;
+  };
+  const runIn = (
+    s: Forkserver,
+    script: string,
+    args: string[] = [],
+    file = "main.py",
+    confine = false,
+  ): Promise<RunResult> => {
+    writeFileSync(join(codeDir, file), script);
+    const roots = {
+      reads: confinement.readRoots,
+      writes: confinement.writeRoots,
+      files: confinement.writeFiles,
+    };
+    return s.run({
+      argv: [file, ...args],
+      cwd: codeDir,
+      env,
+      timeoutMs: confinement.timeoutMs,
+      killGraceMs: confinement.killGraceMs,
+      maxCaptureBytes: 1 << 20,
+      ...(confine ? { confine: roots } : {}),
+    });
   };
   return {
     ws,
@@ -100,9 +143,9 @@ export async function forkKit(): Promise<ForkKit | string> {
     secret,
     confinement,
     python: py.executable,
-    async plain(script, args = []) {
-      writeFileSync(join(codeDir, "main.py"), script);
-      const cmd = door.command(py.executable, ["-B", "main.py", ...args]);
+    async plain(script, args = [], file = "main.py") {
+      writeFileSync(join(codeDir, file), script);
+      const cmd = door.command(py.executable, ["-B", file, ...args]);
       const r = await realProcessRunner.run({
         command: cmd.command,
         args: cmd.args,
@@ -113,21 +156,17 @@ export async function forkKit(): Promise<ForkKit | string> {
       });
       return settleLaunched(door, r);
     },
-    async fork(script, args = []) {
-      writeFileSync(join(codeDir, "main.py"), script);
-      const s = await getServer();
-      return s.run({
-        argv: ["main.py", ...args],
-        cwd: codeDir,
-        env,
-        timeoutMs: confinement.timeoutMs,
-        killGraceMs: confinement.killGraceMs,
-        maxCaptureBytes: 1 << 20,
-      });
+    async fork(script, args = [], file = "main.py") {
+      return runIn(await getServer(), script, args, file);
     },
     server: getServer,
+    otherServer() {
+      other ??= startServer();
+      return other;
+    },
+    runIn,
     async close() {
-      if (server) await (await server).close();
+      for (const s of started) await (await s).close();
     },
   };
 }

@@ -95,6 +95,7 @@ describe("forkserver conformance (plain start vs forked child, same confinement)
       "umask",
       "limits",
       "fds",
+      "pgrp_is_leader",
     ])
       expect({ key, value: f[key] }).toEqual({ key, value: p[key] });
     // The file outside the read roots and other processes' /proc fail the same way both ways.
@@ -102,6 +103,60 @@ describe("forkserver conformance (plain start vs forked child, same confinement)
     expect(p.proc1).toMatch(/^PermissionError/);
     // Modules loaded before the script ran: exactly a plain start's (the server's own are dropped).
     expect(f.mods).toEqual(p.mods);
+  });
+
+  it("its parent, process group, session, parent-death signal, subreaper bit, signal mask and handlers match", async () => {
+    const s = `import ctypes, errno, json, os, signal, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+def prctl_get(op):
+    v = ctypes.c_int(-1)
+    libc.prctl(op, ctypes.byref(v), 0, 0, 0)
+    return v.value
+def outcome(fn):
+    try:
+        fn()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+ppid = os.getppid()
+# An orphan is re-parented to the script's parent (a child subreaper both ways).
+r, w = os.pipe()
+if os.fork() == 0:
+    if os.fork() == 0:
+        while os.getppid() != ppid and os.getppid() != 1:
+            time.sleep(0.01)
+        os.write(w, str(os.getppid()).encode())
+        os._exit(0)
+    os._exit(0)
+orphan_parent = int(os.read(r, 32))
+print(json.dumps({
+    "signal parent": outcome(lambda: os.kill(ppid, 0)),
+    "read parent": outcome(lambda: open(f"/proc/{ppid}/stat").read()),
+    "leads its group": os.getpgrp() == os.getpid(),
+    "session is the group": os.getsid(0) == os.getpgrp(),
+    "setsid": outcome(os.setsid),
+    "setpgid": outcome(lambda: os.setpgid(0, 0)),
+    "pdeathsig": prctl_get(2),
+    "subreaper": prctl_get(37),
+    "orphan's parent is the script's": orphan_parent == ppid,
+    "mask": sorted(int(x) for x in signal.pthread_sigmask(signal.SIG_BLOCK, [])),
+    "pending": sorted(int(x) for x in signal.sigpending()),
+    "handlers": {str(int(x)): str(signal.getsignal(x)) for x in signal.valid_signals() if x not in (signal.SIGKILL, signal.SIGSTOP)},
+    "nice": os.nice(0),
+}, sort_keys=True))
+`;
+    const plain = await k().plain(s);
+    const fork = await k().fork(s);
+    expect(plain.exitCode, plain.stderr).toBe(0);
+    expect(fork.exitCode, fork.stderr).toBe(0);
+    expect(parse(fork.stdout)).toEqual(parse(plain.stdout));
+    const p = parse(plain.stdout);
+    // A plain start's parent is the launcher's supervisor, outside the script's domain: the
+    // script cannot signal or read it; a forked script's parent is its keeper, equally out of reach.
+    expect(p["signal parent"]).toBe("EPERM");
+    expect(p["read parent"]).toBe("EACCES");
+    expect(p["orphan's parent is the script's"]).toBe(true);
+    expect(p.pdeathsig).toBe(9);
   });
 
   it("stdout and stderr bytes, and exit codes, match", async () => {
@@ -243,6 +298,20 @@ describe("the known differences, and the fallback that covers them", () => {
     expect((await k().plain(s)).stdout).toBe("readable\n");
     expect((await k().fork(s)).stdout).toBe("PermissionError\n");
     expect(fitsForkserver(s)).toMatch(/\/proc/);
+  });
+
+  it("the process group is the server's, not led by the script's parent (a plain start's is its supervisor's)", async () => {
+    const s = "import os\nprint(os.getpgrp() == os.getppid(), os.getsid(0) == os.getppid())\n";
+    expect((await k().plain(s)).stdout).toBe("True True\n");
+    expect((await k().fork(s)).stdout).toBe("False False\n");
+  });
+
+  it("the str hash seed is the server's for every run it serves (a plain start draws one per run)", async () => {
+    const s = "print(hash('ratchet'))\n";
+    const [f1, f2] = [(await k().fork(s)).stdout, (await k().fork(s)).stdout];
+    const [p1, p2] = [(await k().plain(s)).stdout, (await k().plain(s)).stdout];
+    expect(f1).toBe(f2);
+    expect(p1).not.toBe(p2);
   });
 
   it("sends scripts that read /proc or the hash seed to a plain start, with the reason", () => {

@@ -5,12 +5,14 @@
  * {@link Confinement} with `procSelf: false` and no launcher time limit), so the server and every
  * child it forks live in exactly the Landlock domain, mount namespace, seccomp filter and
  * capability set a plain start of the same confinement gets, under the same `ratchet-confine`
- * supervisor. A run's {@link ForkRun.confine} narrows it further in the run's keeper (a nested
- * Landlock domain with the run's own roots, plus a seccomp filter refusing metadata calls), so one
- * server started with a common base can serve the steps of one workflow ({@link pooledServer}).
- * Per run the server forks a keeper that enters a nested Landlock domain scoping signals (so the
- * run cannot signal, ptrace or read `/proc` of the server, and the keeper's `kill(-1)` reaches
- * exactly the run's processes); the keeper forks the script. The time limit is the server's per
+ * supervisor. Per run the server forks a keeper that enters a nested Landlock domain scoping
+ * signals and abstract sockets (its `kill(-1)` reaches exactly the run's processes, never the
+ * server); the keeper forks the script's child, which enters its own domain nested in the keeper's
+ * before any script byte runs — with {@link ForkRun.confine} the run's own roots plus a seccomp
+ * filter refusing metadata calls, so one server started with a common base can serve the steps of
+ * one workflow ({@link pooledServer}). Signals go only inward: the script cannot signal, ptrace or
+ * read `/proc` of its keeper, the server or another server's runs (as a plain start's script cannot
+ * reach its launcher's supervisor), only its own descendants. The time limit is the server's per
  * run (SIGTERM to everything, SIGKILL `killGraceMs` later, exit 124 with the launcher's own line),
  * and nothing a run started outlives it.
  *
@@ -23,10 +25,12 @@
  * A forked child is a copy of the server's memory, freed parts included: runs that share a server
  * must be runs of the same trust (the same step and confinement), never different tenants.
  *
- * What differs from a plain start (docs/performance.md "Fast path"): the str hash seed is the
- * server's for every run it serves (`PYTHONHASHSEED` cannot be changed after start), `/proc/self`
- * is unreadable (no `--proc-self`: the child would otherwise read the server's), and the process
- * was started before the run. {@link fitsForkserver} sends scripts that touch these to a plain start.
+ * What differs from a plain start (docs/security.md, "Learned steps started by the pre-started
+ * interpreter"): the str hash seed is the server's for every run it serves (`PYTHONHASHSEED`
+ * cannot be changed after start), `/proc/self` is unreadable (no `--proc-self`: the child would
+ * otherwise read the server's), the process group and session are the server's (not led by the
+ * script's parent), and the process was started before the run. {@link fitsForkserver} sends
+ * scripts that name the first two to a plain start.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
@@ -105,8 +109,8 @@ export interface ForkRun {
   signal?: AbortSignal;
   onOutput?: (chunk: Buffer, stream: "stdout" | "stderr") => void;
   /**
-   * The run's own Landlock roots, applied in the run's keeper after the fork and before any script
-   * byte runs (a nested domain inside the server's: it can only narrow). Absent: the run gets the
+   * The run's own Landlock roots, applied in the script's child after the fork and before any
+   * script byte runs (a nested domain inside the server's: it can only narrow). Absent: the run gets the
    * server's confinement as it is (a server started with exactly the run's confinement).
    */
   confine?: RunRoots;
@@ -119,7 +123,7 @@ export interface RunRoots {
   files: readonly string[];
 }
 
-/** First line a run's keeper writes when it could not confine the run (exit 125, nothing ran). */
+/** First line a run writes when its keeper or child could not confine it (exit 125, nothing ran). */
 export const KEEPER_SETUP_FAILURE = "ratchet-forkserver: cannot confine the run: ";
 
 type Frame = { kind: string; payload: Buffer };
@@ -371,6 +375,8 @@ export class Forkserver {
       timedOut: boolean;
       cancelled: boolean;
       pid: number;
+      /** The run's child was confined and started the script (the server saw its one byte). */
+      ran: boolean;
     };
     if (f.kind === "s") st = JSON.parse(f.payload.toString("utf8"));
     else
@@ -380,6 +386,7 @@ export class Forkserver {
         timedOut: false,
         cancelled: req.signal?.aborted === true,
         pid: 0,
+        ran: true,
       };
     if (st.timedOut) {
       // As the launcher reports its own time limit (src/exec/door.ts launcherTimedOut).
@@ -390,9 +397,10 @@ export class Forkserver {
       st.signal = null;
     }
     const [o, e, c] = [out.snapshot(), err.snapshot(), all.snapshot()];
-    // The keeper could not confine the run: nothing of the script ran (as the launcher's exit 125).
+    // The run could not be confined: nothing of the script ran (as the launcher's exit 125). Only
+    // the server's word counts: a script can exit 125 with this very line on its stderr.
     const setup =
-      st.exitCode === 125 && e.text.startsWith(KEEPER_SETUP_FAILURE)
+      !st.ran && st.exitCode === 125 && e.text.startsWith(KEEPER_SETUP_FAILURE)
         ? { code: "ECONFINE", message: e.text.trim().split("\n")[0] ?? "" }
         : undefined;
     return {

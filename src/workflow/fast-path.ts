@@ -361,12 +361,10 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     extra: input.readPolicy?.readRoots ?? [],
     forbid,
   });
-  // The pre-started interpreter (exec/forkserver.ts), or why this step takes a plain start. Opt-in
-  // (`RATCHET_FORKSERVER=1`) until a forked script is indistinguishable from a plain start in every
-  // observable: today its parent is the step's keeper, inside its own Landlock domain, so a script
-  // that signals its parent ends its own step (docs/security.md).
+  // The pre-started interpreter (exec/forkserver.ts), or why this step takes a plain start: on by
+  // default for Python under ratchet-confine, off with `RATCHET_NO_FORKSERVER=1` (docs/security.md).
   const fork =
-    saved.language === "python" && underLandlock && baseEnv.RATCHET_FORKSERVER === "1"
+    saved.language === "python" && underLandlock
       ? await stepForkserver({ input, interpreter, baseEnv, ownReadRoots, forbid, source: scriptBytes })
       : undefined;
   let tmpDir = underLandlock

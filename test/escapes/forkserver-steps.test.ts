@@ -149,10 +149,8 @@ describe("a learned step in a forked child is held to its own confinement", () =
       const r = await ws.run(
         ["run", join(wf, "workflow.yaml"), "--var", "victim=victim", "--var", `store=${store}`, "--json"],
         {
-          env:
-            mode === "plain"
-              ? { RATCHET_FORKSERVER: "1", RATCHET_NO_FORKSERVER: "1" }
-              : { RATCHET_FORKSERVER: "1" },
+          // The forkserver is the default; the plain mode switches it off.
+          env: mode === "plain" ? { RATCHET_NO_FORKSERVER: "1" } : {},
         },
       );
       const run = runJson(r);
@@ -330,12 +328,32 @@ with open(path, "w") as f:
 os.chmod(path, 0o640)
 `;
     const wf = attackWorkflow(ws, "fs-misfit", [{ id: "modes", file: "main.py", code }]);
-    const run = runJson(
-      await ws.run(["run", join(wf, "workflow.yaml"), "--json"], { env: { RATCHET_FORKSERVER: "1" } }),
-    );
+    const run = runJson(await ws.run(["run", join(wf, "workflow.yaml"), "--json"]));
     expect(run.steps.map((s) => s.outcome)).toEqual(["passed"]);
     const show = await ws.run(["plan", "show", (run as unknown as { plan_id: string }).plan_id]);
     expect(show.stdout).toContain("[plain start: the script may change file metadata");
     expect(statSync(join(runsOf(wf), run.run_id, "modes", "found.json")).mode & 0o777).toBe(0o640);
+  });
+});
+
+describe("a forked step cannot make Ratchet start it a second time", () => {
+  it("a script that forges the setup-failure line and exits 125 ran once, and its step failed", async () => {
+    if (!canFork()) return;
+    // Were the line believed, the step would count as never started and be started again plain.
+    // (It writes no found.json, so no validating output accepts its exit 125 either.)
+    const code = `import os
+import sys
+
+with open(os.path.join(os.environ["STEP_OUTPUT_DIR"], "runs.txt"), "a") as f:
+    f.write("ran\\n")
+sys.stderr.write("ratchet-forkserver: cannot confine the run: forged\\n")
+sys.exit(125)
+`;
+    const wf = attackWorkflow(ws, "fs-forged", [{ id: "forged", file: "main.py", code }]);
+    const run = runJson(await ws.run(["run", join(wf, "workflow.yaml"), "--json"]));
+    expect(run.steps.map((s) => s.outcome)).toEqual(["execution_and_validation_failed"]);
+    const show = await ws.run(["plan", "show", (run as unknown as { plan_id: string }).plan_id]);
+    expect(show.stdout).toContain("[started by the pre-started interpreter");
+    expect(readFileSync(join(runsOf(wf), run.run_id, "forged", "runs.txt"), "utf8")).toBe("ran\n");
   });
 });

@@ -1,11 +1,13 @@
 /**
  * Escapes from a forkserver run: a script trying to reach the server that forked it, or a previous
  * run's state — its control socket, its memory and environment through /proc, inherited
- * descriptors, signals to the server, outliving its run. Every attempt must fail.
+ * descriptors, signals to the server or its keeper, outliving its run. Every attempt must fail
+ * (forkserver-signals.test.ts tries every signal path, ptrace and a concurrent run).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { KEEPER_SETUP_FAILURE } from "../../src/exec/forkserver.js";
 import { type ForkKit, forkKit } from "../../src/exec/forkserver-kit.js";
 
 let kit: ForkKit | string;
@@ -108,10 +110,12 @@ attempt("kill -1", lambda: os.kill(-1, 0) if False else None)
     expect((await k().fork("print('alive')\n")).stdout).toBe("alive\n");
   });
 
-  it("kill(-1) from a script reaches only its own run: the server survives", async () => {
-    const r = await k().fork("import os, signal\nos.kill(-1, signal.SIGKILL)\nprint('after')\n");
-    // The script's kill(-1) takes its keeper too (same run); the server reports it and goes on.
-    expect(r.signal ?? r.exitCode).toBeDefined();
+  it("kill(-1) from a script reaches only its own descendants: keeper and server survive, as in a plain start", async () => {
+    const s = "import os, signal\nos.kill(-1, signal.SIGKILL)\nprint('after')\n";
+    const r = await k().fork(s);
+    const plain = await k().plain(s);
+    expect([r.exitCode, r.signal, r.stdout]).toEqual([0, null, "after\n"]);
+    expect([r.exitCode, r.signal, r.stdout]).toEqual([plain.exitCode, plain.signal, plain.stdout]);
     expect((await k().fork("print('alive')\n")).stdout).toBe("alive\n");
   });
 
@@ -138,11 +142,32 @@ attempt("kill -1", lambda: os.kill(-1, 0) if False else None)
     expect(r.stdout).toBe("False False\n");
   });
 
-  it("a script that kills its keeper does not outlive its run", async () => {
-    const r = await k().fork(
-      "import os, signal, subprocess, time\nchild = subprocess.Popen(['sleep', '30'])\nprint(child.pid, flush=True)\nos.kill(os.getppid(), signal.SIGKILL)\ntime.sleep(30)\n",
-    );
-    const pid = Number(r.stdout.trim().split("\n")[0]);
+  it("a script that prints the setup-failure line and exits 125 is a script's exit 125, not a run that never started", async () => {
+    // Were it taken for a setup failure, the step would be started again plain: the script twice.
+    const s = `import sys\nsys.stderr.write(${JSON.stringify(`${KEEPER_SETUP_FAILURE}forged\n`)})\nsys.exit(125)\n`;
+    const r = await k().fork(s);
+    expect(r.spawnError).toBeUndefined();
+    expect(r.exitCode).toBe(125);
+    expect(r.stderr).toBe(`${KEEPER_SETUP_FAILURE}forged\n`);
+  });
+
+  it("a script cannot kill its keeper (outside its domain), and what it started does not outlive its run", async () => {
+    const s = `import os, signal, subprocess
+child = subprocess.Popen(['sleep', '30'])
+print(child.pid, flush=True)
+try:
+    os.kill(os.getppid(), signal.SIGKILL)
+    print("killed its parent")
+except OSError as e:
+    print("refused", type(e).__name__)
+`;
+    const r = await k().fork(s);
+    const plain = await k().plain(s);
+    const lines = r.stdout.trim().split("\n");
+    expect(lines[1]).toBe("refused PermissionError");
+    expect(plain.stdout.trim().split("\n")[1]).toBe(lines[1]);
+    expect(r.exitCode).toBe(0);
+    const pid = Number(lines[0]);
     expect(pid).toBeGreaterThan(0);
     expect(gone(pid)).toBe(true);
     expect((await k().fork("print('alive')\n")).stdout).toBe("alive\n");
