@@ -6,9 +6,13 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it, onTestFinished } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, test } from "vitest";
+import { type PgCluster, pgAvailable, startPgCluster } from "../../../test/harness/pg.js";
 import { type LedgerFixture, makeLedgerFixture } from "../../testing/ledger-fixtures.js";
 import { STEP_COLUMNS } from "../columns.js";
+import { copyStore } from "../copy.js";
+import { openCopyEnd } from "../copy-ends.js";
+import type { PgStore } from "../postgres/pg-store.js";
 import type { EventRow } from "../types.js";
 import { MIGRATIONS } from "./migrations.js";
 import { openSqlite, type SqliteDb } from "./open.js";
@@ -276,5 +280,88 @@ describe("migration 13 on a store of the schema before it", () => {
     expect(store.listEvents({ planId: "p2" }).map((e) => e.id)).toEqual([...before.p2.map((e) => e.id), 11]);
     expect(store.getStep("p1-3")).toMatchObject({ status: "IN_PROGRESS", started_at: T });
     expect(store.integrityCheck()).toBe("ok");
+  });
+});
+
+describe.runIf(pgAvailable())("migration 13 and store copy (PostgreSQL migration 7)", () => {
+  let cluster: PgCluster | undefined;
+  beforeAll(async () => {
+    cluster = await startPgCluster();
+  }, 120_000);
+  afterAll(() => cluster?.stop());
+
+  test("SQLite → PostgreSQL (which appends events of its own) → SQLite: every plan reads the scan's events, steps keep their reserve", () => {
+    const aPath = tempDb();
+    const a = openCopyEnd(aPath, "to");
+    const sa = a.store as SqliteStore;
+    const write = (s: { tx<T>(f: () => T): T; appendEvent: SqliteStore["appendEvent"] }, plans: string[]) =>
+      s.tx(() => {
+        for (const [i, p] of plans.entries())
+          s.appendEvent({ entityKind: "step", entityId: `${p}-${i}`, planId: p, type: "t" });
+      });
+    write(sa, ["p1", "p1", "p2", "p1", "p2", "p2", "p2", "p1"]);
+    sa.tx(() => {
+      sa.insertPlan({
+        plan_id: "p1",
+        goal: "g",
+        kind: "plan",
+        project: null,
+        project_source: null,
+        status: "IN_PROGRESS",
+        revision_count: 0,
+        max_revisions: 3,
+        source_cwd: null,
+        created_at: "t",
+        updated_at: "t",
+        finished_at: null,
+      });
+      sa.insertStep({
+        step_id: "p1-1",
+        plan_id: "p1",
+        parent_step_id: null,
+        seq: 1,
+        role: "regular",
+        depth: 0,
+        title: "s",
+        description: null,
+        type: "THINKING",
+        status: "PENDING",
+        summary: null,
+        agent_input: null,
+        agent_output: null,
+        failure_reason: null,
+        exit_code: null,
+        tokens: 0,
+        duration_ms: null,
+        lease_holder: null,
+        lease_expires_at: null,
+        heartbeat_at: null,
+        started_at: null,
+        finished_at: null,
+        created_at: "t",
+        updated_at: "t",
+      });
+    });
+    const url = cluster?.createDatabase() as string;
+    const b = openCopyEnd(url, "to");
+    expect(copyStore(a, b).ok).toBe(true);
+    const pg = b.store as PgStore;
+    write(pg, ["p2", "p1", "p1", "p2"]);
+    expect(pg.listEvents({ planId: "p1" }).map((e) => e.id)).toEqual([1, 2, 4, 8, 10, 11]);
+    const cPath = tempDb();
+    const c = openCopyEnd(cPath, "to");
+    const r = copyStore(b, c);
+    expect(r.ok, JSON.stringify(r.tables)).toBe(true);
+    const sc = c.store as SqliteStore;
+    write(sc, ["p1", "p2", "p2"]);
+    for (const p of ["p1", "p2"])
+      for (const since of [0, 3, 8, 9, 11, 12])
+        expect(sc.listEvents({ planId: p, since })).toEqual(scanned(sc.db, p, since));
+    expect(sc.listEvents({ planId: "p1" }).map((e) => e.id)).toEqual([1, 2, 4, 8, 10, 11, 13]);
+    expect(sc.db.prepare("SELECT length(reserve) FROM steps WHERE step_id = 'p1-1'").pluck(true).get()).toBe(
+      STEP_RESERVE_BYTES,
+    );
+    expect(Object.keys(pg.getStep("p1-1") ?? {})).toEqual([...STEP_COLUMNS]);
+    for (const e of [a, b, c]) e.store.close();
   });
 });
