@@ -115,6 +115,30 @@ describe("migration 13: a plan's events by runs", () => {
     ).toBe(0);
   });
 
+  it("two connections writing two plans in turn: each decides its run start from the other's committed event", () => {
+    const path = tempDb();
+    const one = SqliteStore.open(path, { create: true });
+    const two = SqliteStore.open(path);
+    onTestFinished(() => {
+      one.close();
+      two.close();
+    });
+    // Each writer keeps its statements cached across transactions: the event before its own is the
+    // other connection's, committed in between, never a stale one.
+    const turns = [one, one, two, one, two, two, two, one, two, one, one];
+    for (const [i, s] of turns.entries())
+      s.tx(() =>
+        s.appendEvent({ entityKind: "step", entityId: `e${i}`, planId: s === one ? "p1" : "p2", type: "t" }),
+      );
+    for (const s of [one, two])
+      for (const p of ["p1", "p2"])
+        for (const since of [0, 2, 5, 8])
+          expect(s.listEvents({ planId: p, since })).toEqual(scanned(s.db, p, since));
+    expect(one.db.prepare("SELECT plan_run_start FROM events ORDER BY id").pluck(true).all()).toEqual([
+      1, 0, 1, 1, 1, 0, 0, 1, 1, 1, 0,
+    ]);
+  });
+
   it("a plan worked without interleaving is one index entry, and a transition writes no index page", () => {
     const fx = setup();
     const p = fx.publish("one run", ["THINKING", "THINKING", "THINKING"]);
