@@ -5,7 +5,7 @@
 //      SQL writing the same rows as the ledger on the same schema. BENCH_ONLY=a runs (a) alone.
 //  (b) median whole-process time of one CLI write divided by a bare `node -e 0`, interleaved.
 //  (c) per-op cost of `ratchet step apply` with 10,000 ops divided by one CLI process per op.
-import { writeFileSync } from "node:fs";
+import { statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BIN, fmt, median, ROOT, report, tempDir, timeProcess } from "./lib.mjs";
 
@@ -19,6 +19,8 @@ const LIFECYCLES = quick ? 2000 : 20000;
 const STEPS_PER_PLAN = 20;
 const CLI_RUNS = quick ? 7 : 25;
 const APPLY_OPS = 10000;
+// Plans kept aside for counting the pages each variant writes per transaction (after the rounds).
+const PAGE_PLANS = 10;
 
 function ledgerIn(dir) {
   const { workspace } = initWorkspace(dir);
@@ -32,7 +34,7 @@ const ROUNDS = 10;
 const only = process.env.BENCH_ONLY; // e.g. BENCH_ONLY=a: part (a) alone
 const a = ledgerIn(tempDir("a"));
 const plans = [];
-for (let i = 0; i < LIFECYCLES / STEPS_PER_PLAN; i++) {
+for (let i = 0; i < LIFECYCLES / STEPS_PER_PLAN + PAGE_PLANS; i++) {
   const p = a.ledger.publish({
     goal: `bench plan ${i}`,
     steps: Array.from({ length: STEPS_PER_PLAN }, (_, j) => ({ title: `s${j}`, type: "THINKING" })),
@@ -55,7 +57,7 @@ bdb.exec(
   "CREATE TABLE s (id INTEGER PRIMARY KEY, status TEXT, updated TEXT); CREATE TABLE e (id INTEGER PRIMARY KEY, at TEXT, payload TEXT)",
 );
 const ins = bdb.prepare("INSERT INTO s (id, status, updated) VALUES (?, 'PENDING', ?)");
-for (let i = 0; i < LIFECYCLES; i++) ins.run(i, "");
+for (let i = 0; i < LIFECYCLES + PAGE_PLANS * STEPS_PER_PLAN; i++) ins.run(i, "");
 const up = bdb.prepare("UPDATE s SET status = ?, updated = ? WHERE id = ?");
 const ev = bdb.prepare("INSERT INTO e (at, payload) VALUES (?, ?)");
 const move = bdb.transaction((id, to) => {
@@ -77,7 +79,7 @@ const bareRound = (from, to) => {
 // plan's review state and close, lease release, three events).
 const r = ledgerIn(tempDir("a2"));
 const rPlans = [];
-for (let i = 0; i < LIFECYCLES / STEPS_PER_PLAN; i++) {
+for (let i = 0; i < LIFECYCLES / STEPS_PER_PLAN + PAGE_PLANS; i++) {
   const p = r.ledger.publish({
     goal: `bench plan ${i}`,
     steps: Array.from({ length: STEPS_PER_PLAN }, (_, j) => ({ title: `s${j}`, type: "THINKING" })),
@@ -85,22 +87,44 @@ for (let i = 0; i < LIFECYCLES / STEPS_PER_PLAN; i++) {
   rPlans.push({ plan: p.plan_id, review: p.review_step_id, ids: p.step_ids.slice(0, STEPS_PER_PLAN) });
 }
 const rdb = r.store.db;
+// The layout of SQLite migration 13, as the store writes it: an event's plan_run_start (1 when the
+// event before it belongs to another plan), and a step's reserve shrunk by what its changed columns
+// grow (sizes as the store counts them: text bytes, 8 for a number, 2 bytes of margin a column),
+// given back when the step finishes.
+const size = (c) =>
+  `CASE typeof(${c}) WHEN 'null' THEN 0 WHEN 'text' THEN length(CAST(${c} AS BLOB)) WHEN 'blob' THEN length(${c}) ELSE 8 END`;
+const stepSet = (cols, finishing) =>
+  `${cols.map((c) => `${c} = ?`).join(", ")}, reserve = ${
+    finishing
+      ? "NULL"
+      : `CASE WHEN reserve IS NULL THEN NULL ELSE zeroblob(max(0, length(reserve) + ${cols.map(size).join(" + ")} - ?)) END`
+  }`;
+const grown = (values) =>
+  values.reduce(
+    (n, v) => n + (v === null ? 0 : typeof v === "string" ? Buffer.byteLength(v) : 8),
+    2 * (values.length + 1),
+  );
 const q = {
   step: rdb.prepare("SELECT * FROM steps WHERE step_id = ?").raw(true),
   planStatus: rdb.prepare("SELECT status FROM plans WHERE plan_id = ?").pluck(true),
   start: rdb.prepare(
-    "UPDATE steps SET agent_input = ?, lease_holder = ?, lease_expires_at = ?, heartbeat_at = ?, status = ?, updated_at = ?, started_at = ? WHERE step_id = ?",
+    `UPDATE steps SET ${stepSet(["agent_input", "lease_holder", "lease_expires_at", "heartbeat_at", "status", "updated_at", "started_at"], false)} WHERE step_id = ?`,
   ),
   complete: rdb.prepare(
-    "UPDATE steps SET summary = ?, agent_output = ?, status = ?, updated_at = ?, finished_at = ?, lease_holder = ?, lease_expires_at = ?, duration_ms = ? WHERE step_id = ?",
+    `UPDATE steps SET ${stepSet(["summary", "agent_output", "status", "updated_at", "finished_at", "lease_holder", "lease_expires_at", "duration_ms"], true)} WHERE step_id = ?`,
   ),
-  move: rdb.prepare("UPDATE steps SET status = ?, updated_at = ?, finished_at = ? WHERE step_id = ?"),
+  moveOn: rdb.prepare(
+    `UPDATE steps SET ${stepSet(["status", "updated_at", "finished_at"], false)} WHERE step_id = ?`,
+  ),
+  moveDone: rdb.prepare(
+    `UPDATE steps SET ${stepSet(["status", "updated_at", "finished_at"], true)} WHERE step_id = ?`,
+  ),
   event: rdb.prepare(
-    "INSERT INTO events (at, entity_kind, entity_id, plan_id, type, payload) VALUES (?, ?, ?, ?, ?, ?)",
+    "INSERT INTO events (at, entity_kind, entity_id, plan_id, type, payload, plan_run_start) VALUES (?, ?, ?, ?, ?, ?, coalesce((SELECT plan_id IS NOT ? FROM events ORDER BY id DESC LIMIT 1), 1))",
   ),
   open: rdb
     .prepare(
-      "SELECT 1 FROM steps WHERE plan_id = ? AND role = 'regular' AND status IN ('PENDING', 'IN_PROGRESS', 'NEEDS_REVIEW') LIMIT 1",
+      "SELECT 1 FROM steps WHERE plan_id = ? AND role = 'regular' AND (status = 'PENDING' OR status = 'IN_PROGRESS' OR status = 'NEEDS_REVIEW') LIMIT 1",
     )
     .pluck(true),
   reviewStatus: rdb.prepare("SELECT status FROM steps WHERE step_id = ?").pluck(true),
@@ -120,7 +144,8 @@ const startTx = rdb.transaction((plan, id) => {
   q.step.get(id);
   q.planStatus.get(plan);
   const now = new Date().toISOString();
-  q.start.run(null, holder, Date.now() + 1800_000, now, "IN_PROGRESS", now, now, id);
+  const v = [null, holder, Date.now() + 1800_000, now, "IN_PROGRESS", now, now];
+  q.start.run(...v, grown(v), id);
   q.event.run(
     now,
     "step",
@@ -128,6 +153,7 @@ const startTx = rdb.transaction((plan, id) => {
     plan,
     "step.in_progress",
     JSON.stringify({ from: "PENDING", to: "IN_PROGRESS", lease_holder: holder }),
+    plan,
   );
 });
 const completeTx = rdb.transaction((p, id) => {
@@ -142,13 +168,14 @@ const completeTx = rdb.transaction((p, id) => {
     p.plan,
     "step.completed",
     JSON.stringify({ from: "IN_PROGRESS", to: "COMPLETED" }),
+    p.plan,
   );
   if (q.open.get(p.plan) !== undefined) {
     q.reviewStatus.get(p.review);
     return;
   }
   const skip = "no registered project: no state-graph review";
-  q.move.run("IN_PROGRESS", now, null, p.review);
+  q.moveOn.run("IN_PROGRESS", now, null, grown(["IN_PROGRESS", now, null]), p.review);
   q.event.run(
     now,
     "step",
@@ -156,10 +183,11 @@ const completeTx = rdb.transaction((p, id) => {
     p.plan,
     "step.in_progress",
     JSON.stringify({ from: "PENDING", to: "IN_PROGRESS", by: "rollup" }),
+    p.plan,
   );
   q.log.run(p.review, p.plan, now, `[REVIEW SKIPPED] ${skip}`, skip.length + 17);
   q.planReview.run(skip, now, p.plan);
-  q.move.run("COMPLETED", now, now, p.review);
+  q.moveDone.run("COMPLETED", now, now, p.review);
   q.event.run(
     now,
     "step",
@@ -167,6 +195,7 @@ const completeTx = rdb.transaction((p, id) => {
     p.plan,
     "step.completed",
     JSON.stringify({ from: "IN_PROGRESS", to: "COMPLETED", by: "rollup" }),
+    p.plan,
   );
   q.planClose.run("COMPLETED", now, now, p.plan);
   q.release.run(p.plan);
@@ -177,6 +206,7 @@ const completeTx = rdb.transaction((p, id) => {
     p.plan,
     "plan.completed",
     JSON.stringify({ from: "IN_PROGRESS", to: "COMPLETED", by: "rollup" }),
+    p.plan,
   );
 });
 const sameRowsRound = (from, to) => {
@@ -190,7 +220,7 @@ const sameRowsRound = (from, to) => {
 };
 
 const time = { ledger: [0, 0], bare: [0, 0], same: [0, 0] };
-const perRound = plans.length / ROUNDS;
+const perRound = LIFECYCLES / STEPS_PER_PLAN / ROUNDS;
 for (let k = 0; k < ROUNDS; k++) {
   for (const [name, f] of [
     ["ledger", ledgerRound],
@@ -205,6 +235,20 @@ for (let k = 0; k < ROUNDS; k++) {
     time[name][1] += (u.user + u.system) / 1000;
   }
 }
+// Pages written to the WAL per transaction (frames counted from an emptied WAL; a commit's cost is
+// its page writes), on the plans kept aside, after the timed rounds.
+const walPages = (db, run) => {
+  db.pragma("wal_checkpoint(TRUNCATE)");
+  run();
+  const frames = (statSync(`${db.name}-wal`).size - 32) / (24 + db.pragma("page_size", { simple: true }));
+  return frames / (PAGE_PLANS * STEPS_PER_PLAN * 2);
+};
+const k0 = LIFECYCLES / STEPS_PER_PLAN;
+const pages = {
+  ledger: walPages(a.store.db, () => ledgerRound(k0, k0 + PAGE_PLANS)),
+  bare: walPages(bdb, () => bareRound(k0, k0 + PAGE_PLANS)),
+  same: walPages(rdb, () => sameRowsRound(k0, k0 + PAGE_PLANS)),
+};
 const perSec = (ms) => LIFECYCLES / (ms / 1000);
 const lifecyclesPerSec = perSec(time.ledger[0]);
 const barePerSec = perSec(time.bare[0]);
@@ -218,6 +262,9 @@ const partA = {
   "(a) ledger / bare SQL throughput": lifecyclesPerSec / barePerSec,
   "(a) ledger / bare SQL, CPU time": cpuRatio,
   "(a) target ≥ 0.5 (issue 19)": lifecyclesPerSec / barePerSec >= 0.5 ? "met" : "MISSED",
+  "(a) WAL pages per transaction: ledger": pages.ledger,
+  "(a) WAL pages per transaction: baseline 1": pages.bare,
+  "(a) WAL pages per transaction: baseline 2": pages.same,
   "(a) baseline 2, bare SQL of the same rows, /s": samePerSec,
   "(a) ledger / bare SQL of the same rows": lifecyclesPerSec / samePerSec,
   "(a) ledger / bare SQL of the same rows, CPU time": cpuSameRatio,

@@ -20,10 +20,12 @@ for (let i = 0; i < 50; i++) {
 }
 store.db.pragma("wal_checkpoint(TRUNCATE)");
 const wal = workspace.dbPath + "-wal";
+const pageSize = store.db.pragma("page_size", { simple: true });
 function frames() {
   const b = readFileSync(wal);
+  const size = pageSize;
   const out = [];
-  for (let o = 32; o + 24 + 1024 <= b.length; o += 1048) out.push(b.readUInt32BE(o));
+  for (let o = 32; o + 24 + size <= b.length; o += 24 + size) out.push(b.readUInt32BE(o));
   return out;
 }
 const which = (phase, n, f) => {

@@ -214,6 +214,9 @@ describe.each(IMPLS)("Store contract: $name", (impl) => {
         s.insertStep(step("p", "REVIEW", { seq: 3, role: "review", type: "REVIEW" }));
       });
       expect(s.getStep("p-A")).toEqual(step("p", "A"));
+      // Exactly the StepRow fields, in their order (SQLite's migration 13 `reserve` is never read).
+      expect(Object.keys(s.getStep("p-A") ?? {})).toEqual(Object.keys(step("p", "A")));
+      expect(Object.keys(s.stepsOfPlan("p")[0] ?? {})).toEqual(Object.keys(step("p", "A")));
       s.tx(() =>
         s.updateStep("p-B", {
           status: "IN_PROGRESS",
@@ -435,6 +438,50 @@ describe.each(IMPLS)("Store contract: $name", (impl) => {
       expect(s.listEvents({ entityKind: "step", entityId: "p-A" }).map((e) => e.id)).toEqual([2, 4]);
       expect(s.listEvents({ since: 0, limit: 2 }).map((e) => e.id)).toEqual([1, 2]);
       expect(s.listEvents({ since: 4 })).toEqual([]);
+    }),
+  );
+
+  it(
+    "events by plan: interleaved plans, plan-less events, since and limit inside and across runs, entity filters",
+    withStore(impl, (s) => {
+      // Runs of consecutive events of one plan (SQLite indexes only each run's first event): a long
+      // run, single events alternating between plans, a plan-less event splitting a run.
+      const pattern = ["a", "a", "a", "b", "a", "b", "a", null, "a", "a", "c", "c", "b", "b", "a", "c", "a"];
+      s.tx(() => {
+        for (const [i, p] of pattern.entries())
+          s.appendEvent({
+            entityKind: i % 3 === 0 ? "plan" : "step",
+            entityId: p ? `${p}-${i % 2}` : "x",
+            planId: p ?? undefined,
+            type: `t${i}`,
+          });
+      });
+      const all = s.listEvents({});
+      expect(all.map((e) => e.id)).toEqual(pattern.map((_, i) => i + 1));
+      for (const p of ["a", "b", "c", "ghost"]) {
+        const want = all.filter((e) => e.plan_id === p);
+        expect(s.listEvents({ planId: p })).toEqual(want);
+        for (let since = 0; since <= pattern.length; since++) {
+          const after = want.filter((e) => e.id > since);
+          expect(s.listEvents({ planId: p, since })).toEqual(after);
+          expect(s.listEvents({ planId: p, since, limit: 2 })).toEqual(after.slice(0, 2));
+          expect(s.listEvents({ planId: p, since, entityKind: "step", entityId: `${p}-1` })).toEqual(
+            after.filter((e) => e.entity_kind === "step" && e.entity_id === `${p}-1`),
+          );
+        }
+      }
+      // Events after the first read continue the same runs.
+      s.tx(() => s.appendEvent({ entityKind: "step", entityId: "a-1", planId: "a", type: "late" }));
+      expect(s.listEvents({ planId: "a", since: 17 }).map((e) => e.type)).toEqual(["late"]);
+      expect(Object.keys(all[0] ?? {})).toEqual([
+        "id",
+        "at",
+        "entity_kind",
+        "entity_id",
+        "plan_id",
+        "type",
+        "payload",
+      ]);
     }),
   );
 

@@ -533,17 +533,23 @@ export abstract class SqlRunStore implements RunStore {
   }
 
   cancelRequested(run: Pick<WorkflowRunRow, "run_id" | "plan_id">): boolean {
-    const row =
-      run.plan_id === null
-        ? this.get(
-            "SELECT 1 AS one FROM events WHERE entity_kind = 'run' AND entity_id = ? AND type = 'run.cancel_requested' LIMIT 1",
-            [run.run_id],
-          )
-        : this.get(
-            "SELECT 1 AS one FROM events WHERE plan_id = ? AND entity_kind = 'run' AND entity_id = ? AND type = 'run.cancel_requested' LIMIT 1",
-            [run.plan_id, run.run_id],
-          );
-    return row !== undefined;
+    if (run.plan_id === null)
+      return (
+        this.get(
+          "SELECT 1 AS one FROM events WHERE entity_kind = 'run' AND entity_id = ? AND type = 'run.cancel_requested' LIMIT 1",
+          [run.run_id],
+        ) !== undefined
+      );
+    // A run's events carry its plan: the store's plan lookup finds them (SQLite migration 13 indexes
+    // a plan's events by run of consecutive events, which SQL over `plan_id` alone cannot use).
+    const q = { planId: run.plan_id, entityKind: "run", entityId: run.run_id, limit: 1000 };
+    for (let since = 0; ; ) {
+      const rows = this.store.listEvents({ ...q, since });
+      if (rows.some((e) => e.type === "run.cancel_requested")) return true;
+      const last = rows.at(-1);
+      if (rows.length < q.limit || last === undefined) return false;
+      since = last.id;
+    }
   }
 
   #markEnded(runId: string, status: "interrupted" | "cancelled", reason: string): string[] {

@@ -27,7 +27,8 @@
  * SQLite's rowid (calls started in the same millisecond keep their order); VM bytes are BYTEA.
  *
  * Migration 5 is provenance (SQLite's 10 and 11; provenance-migration.ts). Migration 6 is the
- * queue: a run's bundle hash and its lease (src/queue/).
+ * queue: a run's bundle hash and its lease (src/queue/). Migration 7 is SQLite's 13 (its two
+ * layout columns, unused here).
  */
 import { provenanceMigrationSql } from "./provenance-migration.js";
 
@@ -405,5 +406,18 @@ ALTER TABLE workflow_runs ADD COLUMN bundle_hash TEXT;
 ALTER TABLE workflow_runs ADD COLUMN lease_expires_at BIGINT;
 ALTER TABLE workflow_runs ADD COLUMN heartbeat_at TEXT;
 `),
+  },
+  {
+    id: 7,
+    name: "lean_step_pages",
+    // SQLite migration 13's two columns, so `store copy` carries them both ways and both stores
+    // hold the same rows. PostgreSQL does not need them: it keeps its full events_plan index and
+    // updates rows out of place (MVCC), so it writes plan_run_start's default 1 — every event a run
+    // of its own, which is what a SQLite store copied from here reads correctly — and leaves
+    // `reserve` NULL. Neither column is returned by a read.
+    sql: `
+ALTER TABLE events ADD COLUMN plan_run_start INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE steps ADD COLUMN reserve BYTEA;
+`,
   },
 ];

@@ -58,6 +58,9 @@ const METRIC_COLUMNS = [
   "source",
 ] as const;
 
+/** A step's columns (every `StepRow` field; not migration 7's `reserve`). */
+const STEP_SELECT = `SELECT ${STEP_COLUMNS.join(", ")} FROM steps`;
+const EVENT_SELECT = `SELECT id, ${EVENT_COLUMNS.join(", ")} FROM events`;
 const PLAN_SELECT = `SELECT ${[...PLAN_COLUMNS, "session_id", "headline_json"].join(", ")} FROM plans`;
 
 function valuesOf(row: object, columns: readonly string[]): PgParam[] {
@@ -208,7 +211,7 @@ export class PgStore implements Store {
     add("entity_id", q.entityId);
     params.push(q.limit ?? 1000);
     return this.#rows<EventRow>(
-      `SELECT * FROM events WHERE ${where.join(" AND ")} ORDER BY id LIMIT $${params.length}`,
+      `${EVENT_SELECT} WHERE ${where.join(" AND ")} ORDER BY id LIMIT $${params.length}`,
       params,
     );
   }
@@ -266,7 +269,7 @@ export class PgStore implements Store {
   }
 
   getStep(stepId: string): StepRow | undefined {
-    return this.#first<StepRow>("SELECT * FROM steps WHERE step_id = $1", [stepId]);
+    return this.#first<StepRow>(`${STEP_SELECT} WHERE step_id = $1`, [stepId]);
   }
 
   updateStep(stepId: string, patch: StepPatch): void {
@@ -276,14 +279,13 @@ export class PgStore implements Store {
   stepsOfPlan(planId: string): StepRow[] {
     // SQLite breaks (depth, seq) ties in insertion order; created_at then step_id is the nearest
     // stable order here (ties are siblings of different parents; the views order by tree).
-    return this.#rows<StepRow>(
-      "SELECT * FROM steps WHERE plan_id = $1 ORDER BY depth, seq, created_at, step_id",
-      [planId],
-    );
+    return this.#rows<StepRow>(`${STEP_SELECT} WHERE plan_id = $1 ORDER BY depth, seq, created_at, step_id`, [
+      planId,
+    ]);
   }
 
   childrenOf(stepId: string): StepRow[] {
-    return this.#rows<StepRow>("SELECT * FROM steps WHERE parent_step_id = $1 ORDER BY seq", [stepId]);
+    return this.#rows<StepRow>(`${STEP_SELECT} WHERE parent_step_id = $1 ORDER BY seq`, [stepId]);
   }
 
   countOpenSteps(planId: string): number {
@@ -323,11 +325,11 @@ export class PgStore implements Store {
   expiredLeases(nowMs: number, planId?: string): StepRow[] {
     return planId
       ? this.#rows<StepRow>(
-          "SELECT * FROM steps WHERE plan_id = $1 AND status = 'IN_PROGRESS' AND lease_expires_at IS NOT NULL AND lease_expires_at < $2 ORDER BY lease_expires_at",
+          `${STEP_SELECT} WHERE plan_id = $1 AND status = 'IN_PROGRESS' AND lease_expires_at IS NOT NULL AND lease_expires_at < $2 ORDER BY lease_expires_at`,
           [planId, nowMs],
         )
       : this.#rows<StepRow>(
-          "SELECT s.* FROM plans p JOIN steps s ON s.plan_id = p.plan_id WHERE p.status = 'IN_PROGRESS' AND s.status = 'IN_PROGRESS' AND s.lease_expires_at IS NOT NULL AND s.lease_expires_at < $1 ORDER BY s.lease_expires_at",
+          `SELECT ${STEP_COLUMNS.map((c) => `s.${c}`).join(", ")} FROM plans p JOIN steps s ON s.plan_id = p.plan_id WHERE p.status = 'IN_PROGRESS' AND s.status = 'IN_PROGRESS' AND s.lease_expires_at IS NOT NULL AND s.lease_expires_at < $1 ORDER BY s.lease_expires_at`,
           [nowMs],
         );
   }

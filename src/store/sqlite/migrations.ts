@@ -743,4 +743,29 @@ ALTER TABLE workflow_runs ADD COLUMN lease_expires_at INTEGER;
 ALTER TABLE workflow_runs ADD COLUMN heartbeat_at TEXT;
 `,
   },
+  {
+    id: 13,
+    name: "lean_step_pages",
+    // A step transition wrote ~5 pages (bench/ledger, bench/tools/ledger-pages.mjs). Two of them
+    // were layout, not data:
+    // - events_plan: every event's (plan_id, id) entry went into the middle of the index, at its
+    //   plan's place, and split leaves (1.7 pages a transition). Only the first event of each run
+    //   of consecutive events of one plan is indexed now (`plan_run_start = 1`); the events of a
+    //   run follow their start in id order, so a plan's events are read run by run from the
+    //   partial index (sqlite-store.ts, listEvents). A plan worked without interleaving is one run:
+    //   one index entry for all its events. Existing rows keep the default 1: each is its own run,
+    //   exactly the old index.
+    // - steps: a row grew on start by its lease and stamps, its full 1 KiB page overflowed and was
+    //   rebalanced with a neighbour (1.9 pages on start). A step is inserted with `reserve`, zero
+    //   bytes its updates consume as the row grows (and get back as it shrinks), so the row keeps
+    //   its size and is rewritten in its page; a step that finishes gives the reserve back. Open
+    //   steps of an existing store get their reserve here.
+    sql: `
+ALTER TABLE events ADD COLUMN plan_run_start INTEGER NOT NULL DEFAULT 1;
+DROP INDEX events_plan;
+CREATE INDEX events_plan_runs ON events(plan_id, id) WHERE plan_run_start = 1;
+ALTER TABLE steps ADD COLUMN reserve BLOB;
+UPDATE steps SET reserve = zeroblob(128) WHERE status IN ('PENDING', 'IN_PROGRESS');
+`,
+  },
 ];

@@ -93,7 +93,9 @@ describe("openSqlite", () => {
       sql: expect.stringContaining("AUTOINCREMENT"),
     });
     expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'steps_lease'").get()).toBeUndefined();
-    expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'events_plan'").get()).toBeDefined();
+    // The plan index of migration 3 became migration 13's index of run starts.
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'events_plan'").get()).toBeUndefined();
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'events_plan_runs'").get()).toBeDefined();
     const id = store.tx(() =>
       store.appendEvent({ entityKind: "plan", entityId: "p", planId: "p", type: "y", payload: {} }),
     );

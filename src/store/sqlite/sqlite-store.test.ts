@@ -3,6 +3,7 @@
 // object-mode `SELECT *` gives and write exactly the columns asked.
 import { describe, expect, it, onTestFinished } from "vitest";
 import { type LedgerFixture, makeLedgerFixture } from "../../testing/ledger-fixtures.js";
+import { STEP_COLUMNS } from "../columns.js";
 
 function setup(): LedgerFixture {
   const fx = makeLedgerFixture();
@@ -40,13 +41,17 @@ describe("SqliteStore row reads", () => {
       const built = fx.store.getPlan(planId);
       expect(built).toStrictEqual(plain);
       expect(JSON.stringify(built)).toBe(JSON.stringify(plain));
-      const steps = db.prepare("SELECT * FROM steps WHERE plan_id = ? ORDER BY depth, seq").all(planId);
+      // Every StepRow column; migration 13's `reserve` is the one column reads leave out.
+      const cols = STEP_COLUMNS.join(", ");
+      const steps = db.prepare(`SELECT ${cols} FROM steps WHERE plan_id = ? ORDER BY depth, seq`).all(planId);
       expect(JSON.stringify(fx.store.stepsOfPlan(planId))).toBe(JSON.stringify(steps));
       for (const s of steps as { step_id: string }[]) {
         const one = fx.store.getStep(s.step_id);
         expect(one).toStrictEqual(s);
-        expect(Object.keys(one ?? {})).toEqual(Object.keys(s));
-        const kids = db.prepare("SELECT * FROM steps WHERE parent_step_id = ? ORDER BY seq").all(s.step_id);
+        expect(Object.keys(one ?? {})).toEqual([...STEP_COLUMNS]);
+        const kids = db
+          .prepare(`SELECT ${cols} FROM steps WHERE parent_step_id = ? ORDER BY seq`)
+          .all(s.step_id);
         expect(JSON.stringify(fx.store.childrenOf(s.step_id))).toBe(JSON.stringify(kids));
       }
     }
