@@ -26,7 +26,7 @@
 //      (the before/after of docs/performance.md "bench/server").
 // BENCH_ONLY=events,lists,dashboard,ops picks parts.
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, rmSync } from "node:fs";
 import { Agent, request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { fmt, median, percentile, ROOT, report, tempDir } from "./lib.mjs";
@@ -280,27 +280,36 @@ async function lists() {
 }
 
 // (d) one write op through HTTP and MCP against `ratchet serve`, ÷ the same flow in-process.
-async function serveAt(root, dir, token) {
+// The served process's stderr (its request log, one line per request) goes to a file, read at the
+// end: an agent does not read the server's log, and a pipe to this process would wake the client
+// once more per op. BENCH_SERVE_LOG=pipe reads it through a pipe instead, as the first pass did.
+async function serveAt(root, dir, token, name) {
   const nodeArgs = process.env.BENCH_SERVE_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  const piped = process.env.BENCH_SERVE_LOG === "pipe";
+  const logFile = join(dir, `serve-${name}.log`);
+  const logFd = piped ? undefined : openSync(logFile, "w");
   const child = spawn(
     process.execPath,
     [...nodeArgs, join(root, "bin", "ratchet.js"), "serve", "--port", "0"],
     {
       cwd: dir,
       env: { ...process.env, RATCHET_SERVER_TOKEN: token, RATCHET_NO_DAEMON: "1" },
+      stdio: ["ignore", "pipe", piped ? "pipe" : logFd],
     },
   );
+  if (logFd !== undefined) closeSync(logFd);
   let out = "";
   child.stdout.setEncoding("utf8").on("data", (c) => (out += c));
-  child.stderr.setEncoding("utf8").on("data", (c) => (out += c));
+  child.stderr?.setEncoding("utf8").on("data", (c) => (out += c));
+  const log = () => (piped ? out : readFileSync(logFile, "utf8"));
   const t = Date.now();
   while (!/http:\/\/[^\s/"]+/.test(out)) {
-    if (Date.now() - t > 30_000 || child.exitCode !== null) throw new Error(`ratchet serve: ${out}`);
+    if (Date.now() - t > 30_000 || child.exitCode !== null) throw new Error(`ratchet serve: ${out}${log()}`);
     await new Promise((r) => setTimeout(r, 20));
   }
   // The request log (one line per request, with the time spent inside the app).
   const inApp = (path) =>
-    [...out.matchAll(new RegExp(`POST ${path} 200 ([0-9.]+)ms`, "g"))].map((m) => Number(m[1]));
+    [...log().matchAll(new RegExp(`POST ${path} 200 ([0-9.]+)ms`, "g"))].map((m) => Number(m[1]));
   return { child, url: /http:\/\/[^\s/"]+/.exec(out)[0], inApp };
 }
 
@@ -381,7 +390,7 @@ async function ops() {
     });
   const servers = [];
   for (const [name, root] of roots) {
-    const s = await serveAt(root, dir, token);
+    const s = await serveAt(root, dir, token, name);
     const client = new Client({ name: "bench", version: "0" });
     await client.connect(
       new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), {
