@@ -20,7 +20,8 @@
 //      reused for every call as an agent does; the same SDK client given a node:http fetch; and
 //      the JSON-RPC request written by hand over node:http), against `ratchet serve` in its own
 //      process, warm, one op at a time; p50/p95 over N ops each, interleaved op by op with the
-//      baseline: the same flow (applyOp "start-step") called in-process on the same workspace.
+//      baseline: the same flow (applyOp "start-step") called in-process on the same workspace (the
+//      order of the ops rotates by one each round).
 //      Then CPU per op of each route, client and server, in alternating blocks. BENCH_BEFORE_ROOT=
 //      <checkout with a built dist/> adds the same routes served by that checkout, interleaved too
 //      (the before/after of docs/performance.md "bench/server").
@@ -460,25 +461,26 @@ async function ops() {
     if (reply.error || reply.result?.isError) throw new Error(`JSON-RPC start_step (${s.name}): ${text}`);
     return ms;
   };
+  // Every op of every route (and the baseline) in one rotation, shifted by one each round: each
+  // write wakes the event hub of both servers (they watch the same database), so whichever op comes
+  // first after a write would otherwise always meet a busy server.
   const base = [];
-  for (let i = 0; i < N + WARM; i++) {
-    const b = await inproc();
-    if (i >= WARM) base.push(b);
-    for (const s of servers) {
-      const h = await http(s);
-      const r = await raw(s);
-      const m = await mcp(s);
-      const n = await mcp(s, s.nodeClient);
-      const j = await rpc(s);
-      if (i >= WARM) {
-        s.h.push(h);
-        s.r.push(r);
-        s.m.push(m);
-        s.n.push(n);
-        s.j.push(j);
-      }
+  const cells = [
+    [base, inproc],
+    ...servers.flatMap((s) => [
+      [s.h, () => http(s)],
+      [s.r, () => raw(s)],
+      [s.m, () => mcp(s)],
+      [s.n, () => mcp(s, s.nodeClient)],
+      [s.j, () => rpc(s)],
+    ]),
+  ];
+  for (let i = 0; i < N + WARM; i++)
+    for (let k = 0; k < cells.length; k++) {
+      const [into, f] = cells[(i + k) % cells.length];
+      const ms = await f();
+      if (i >= WARM) into.push(ms);
     }
-  }
   // CPU per op, each route in blocks of CPU_BLOCK ops (rounds alternate the routes and servers, so
   // load falls on all alike): the client's from process.cpuUsage, the server's from its
   // /proc/<pid>/stat (utime + stime, in clock ticks of 10 ms, summed over all its ops of a route).
