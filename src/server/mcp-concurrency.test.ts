@@ -99,8 +99,13 @@ describe("/mcp with requests in flight at once", () => {
     const refused = await rawCall(callBody("same", "start_step", `{"step_id":"${a}","constructor":1}`));
     expect(refused.result!.isError).toBe(true);
     // Sequential: the next requests take the server the refused one gave back, with the same id.
+    // Their `_meta` keeps them on the SDK path (a plain call skips the pooled servers), and the
+    // pause lets the refused request's server close and go back to the pool first.
     for (const step of [b, c]) {
-      const ok = await rawCall(callBody("same", "start_step", `{"step_id":"${step}"}`));
+      await new Promise((r) => setTimeout(r, 20));
+      const ok = await rawCall(
+        `{"jsonrpc":"2.0","id":"same","method":"tools/call","params":{"name":"start_step","arguments":{"step_id":"${step}"},"_meta":{}}}`,
+      );
       expect(ok.result!.isError).toBeFalsy();
       expect(ok.result!.structuredContent!.result.step_id).toBe(step);
     }

@@ -52,34 +52,32 @@ function errorReply(err: RatchetError, marker?: unknown): CallToolResult {
   );
 }
 
-/** A new MCP server over `ctx` (one per HTTP request in stateless mode; one for stdio). */
-export function createMcpServer(
+/** What a `tools/call` names: the tool and its arguments (absent: none). */
+export interface ToolCallParams {
+  name: string;
+  arguments?: Record<string, unknown> | undefined;
+}
+
+/**
+ * The `tools/call` handler of {@link createMcpServer}: refusals found on the raw JSON (by request
+ * id), the tool looked up by name, read-only, forbidden argument keys, then the tool. Never throws:
+ * every failure is a tool error (`isError`) naming its code and field. `/mcp` calls the same
+ * function without the SDK's transport for a plain `tools/call` (routes/mcp.ts).
+ */
+export function toolCallHandler(
   ctx: ServerContext | (() => ServerContext),
   opts: McpServerOptions = {},
-): Server {
-  const server = new Server(
-    { name: "ratchet", version: VERSION },
-    { capabilities: { tools: {}, resources: {}, prompts: {} } },
-  );
+): (params: ToolCallParams, requestId: string | number) => Promise<CallToolResult> {
   const ctxOf = typeof ctx === "function" ? ctx : () => ctx;
-  const defs = toolDefs();
-  const byName = new Map(defs.map((d) => [d.name, d]));
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: defs.map((d) => ({
-      name: d.name,
-      description: d.description,
-      inputSchema: d.inputSchema as { type: "object" },
-      annotations: { readOnlyHint: !d.write },
-    })),
-  }));
-  server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+  const byName = new Map(toolDefs().map((d) => [d.name, d]));
+  return async (params, requestId) => {
     const refusals = typeof opts.refusals === "function" ? opts.refusals() : opts.refusals;
-    const refused = refusals?.get(extra.requestId);
+    const refused = refusals?.get(requestId);
     if (refused) return errorReply(refused);
-    const def = byName.get(req.params.name);
+    const def = byName.get(params.name);
     if (!def)
       return reply(
-        { ok: false, error: { code: ErrorCode.NotFound, message: `no tool ${req.params.name}` } },
+        { ok: false, error: { code: ErrorCode.NotFound, message: `no tool ${params.name}` } },
         true,
       );
     if (def.write && opts.readOnly)
@@ -91,13 +89,38 @@ export function createMcpServer(
         true,
       );
     try {
-      const args = (req.params.arguments ?? {}) as Record<string, unknown>;
+      const args = (params.arguments ?? {}) as Record<string, unknown>;
       assertNoForbiddenKeys(args);
       return reply(await def.call(args, ctxOf()));
     } catch (e) {
       return errorReply(toRatchetError(e), (e as { marker?: unknown }).marker);
     }
-  });
+  };
+}
+
+/** A new MCP server over `ctx` (one per HTTP request in stateless mode; one for stdio). */
+export function createMcpServer(
+  ctx: ServerContext | (() => ServerContext),
+  opts: McpServerOptions = {},
+): Server {
+  const server = new Server(
+    { name: "ratchet", version: VERSION },
+    { capabilities: { tools: {}, resources: {}, prompts: {} } },
+  );
+  const ctxOf = typeof ctx === "function" ? ctx : () => ctx;
+  const defs = toolDefs();
+  const callTool = toolCallHandler(ctx, opts);
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: defs.map((d) => ({
+      name: d.name,
+      description: d.description,
+      inputSchema: d.inputSchema as { type: "object" },
+      annotations: { readOnlyHint: !d.write },
+    })),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra) =>
+    callTool(req.params, extra.requestId),
+  );
   server.setRequestHandler(ListResourcesRequestSchema, async (req) =>
     listResources(ctxOf(), req.params?.cursor),
   );

@@ -12,6 +12,15 @@
  * for `__proto__`/`constructor`/`prototype` keys on the raw JSON: the SDK's own parser silently
  * drops a `__proto__` key, so the tool would otherwise run without it instead of refusing.
  *
+ * A plain `tools/call` — one JSON-RPC request, nothing the SDK's transport would refuse or treat
+ * specially (see {@link plainToolCall}) — skips the SDK's transport and `Server`: it is answered by
+ * the same `tools/call` handler ({@link toolCallHandler}) and serialised the way the transport's
+ * JSON mode does (`{"result":…,"jsonrpc":"2.0","id":…}`, 200, `application/json`); the SDK's zod
+ * passes over the message, its per-request transport and its connect/close were most of the
+ * route's own time. Anything else (initialize, notifications, batches, lists, resources, prompts,
+ * a `_meta` or `task`, a refused argument, a header the transport would answer with an error) goes
+ * through the SDK exactly as before; `mcp-fast-path.test.ts` compares the two byte for byte.
+ *
  * Stateless means no server-to-client stream and no session to end: `GET /mcp` and `DELETE /mcp`
  * answer 405 with `Allow: POST, OPTIONS` (the spec's signal that makes a client stop opening the
  * SSE stream, instead of reconnecting every second). `OPTIONS /mcp` is a CORS preflight: it is
@@ -22,11 +31,12 @@
 
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
 import type { Context } from "hono";
 import { decodeUtf8Strict, type RatchetError } from "../../core/index.js";
 import type { RouteGroup } from "../app.js";
 import { writeBodyLimit } from "../http.js";
-import { createMcpServer } from "../mcp-server.js";
+import { createMcpServer, type ToolCallParams, toolCallHandler } from "../mcp-server.js";
 import { argumentRefusals } from "../mcp-tools.js";
 
 // The body is read here, not by the transport, so its 4 MiB bound is applied here too.
@@ -64,6 +74,51 @@ interface Pooled {
 
 const NONE: ReadonlyMap<string | number, RatchetError> = new Map();
 
+/** A JSON object as `JSON.parse` makes it (not an array, not null, not a class instance). */
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && Object.getPrototypeOf(v) === Object.prototype;
+}
+
+/** Whether every own key of `o` is one of `allowed`. */
+function onlyKeys(o: Record<string, unknown>, allowed: readonly string[]): boolean {
+  for (const k of Object.keys(o)) if (!allowed.includes(k)) return false;
+  return true;
+}
+
+const REQUEST_KEYS = ["jsonrpc", "id", "method", "params"] as const;
+const CALL_KEYS = ["name", "arguments"] as const;
+
+/**
+ * The id and params of `body` when it is a `tools/call` the SDK's transport and `Server` would take
+ * as it is and hand to the `tools/call` handler unchanged; `undefined` for anything else, which then
+ * goes through the SDK. Deliberately narrower than the SDK: the headers its transport checks (both
+ * `Accept` types, `Content-Type` exactly `application/json` as its clients send it, a supported
+ * `Mcp-Protocol-Version` or none), one request (no batch), exactly the JSON-RPC request keys
+ * (its schema is strict), a string or safe-integer id, params of only `name` (a string) and
+ * `arguments` (an object) — no `_meta`, no `task` — and no argument refused on the raw JSON.
+ */
+function plainToolCall(
+  c: Context,
+  body: unknown,
+  refusals: ReadonlyMap<string | number, RatchetError>,
+): { id: string | number; params: ToolCallParams } | undefined {
+  if (refusals.size > 0 || !isPlainObject(body) || !onlyKeys(body, REQUEST_KEYS)) return undefined;
+  if (body.jsonrpc !== "2.0" || body.method !== "tools/call") return undefined;
+  const id = body.id;
+  if (typeof id !== "string" && !(typeof id === "number" && Number.isSafeInteger(id))) return undefined;
+  const params = body.params;
+  if (!isPlainObject(params) || !onlyKeys(params, CALL_KEYS) || typeof params.name !== "string")
+    return undefined;
+  const args = params.arguments;
+  if (args !== undefined && !isPlainObject(args)) return undefined;
+  const accept = c.req.header("accept");
+  if (!accept?.includes("application/json") || !accept.includes("text/event-stream")) return undefined;
+  if (c.req.header("content-type") !== "application/json") return undefined;
+  const version = c.req.header("mcp-protocol-version");
+  if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return undefined;
+  return { id, params: args === undefined ? { name: params.name } : { name: params.name, arguments: args } };
+}
+
 export const mcpRoutes: RouteGroup = (app, { ctx, auth, readOnly }) => {
   // A preflight carries no credentials: answered before the token check.
   app.options("/mcp", (c) => {
@@ -96,6 +151,8 @@ export const mcpRoutes: RouteGroup = (app, { ctx, auth, readOnly }) => {
   app.delete("/mcp", notAllowed);
   app.on(["PUT", "PATCH"], "/mcp", notAllowed);
 
+  // The fast path's handler: the pooled servers' own, without refusals (a refused call is not plain).
+  const callTool = toolCallHandler(ctx, { readOnly });
   const idle: Pooled[] = [];
   const take = (): Pooled => {
     const found = idle.pop();
@@ -125,6 +182,15 @@ export const mcpRoutes: RouteGroup = (app, { ctx, auth, readOnly }) => {
       // Not JSON: the transport answers with its JSON-RPC parse error.
       request = new Request(c.req.raw.url, { method: "POST", headers: c.req.raw.headers, body: text });
     }
+    const plain = plainToolCall(c, parsedBody, refusals);
+    if (plain) {
+      const result = await callTool(plain.params, plain.id);
+      // The bytes of the SDK transport's JSON reply: Protocol builds `{ result, jsonrpc, id }`.
+      return c.body(JSON.stringify({ result, jsonrpc: "2.0", id: plain.id }), 200, {
+        "content-type": "application/json",
+        ...corsHeaders(c.req.header("origin")),
+      });
+    }
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
@@ -133,16 +199,25 @@ export const mcpRoutes: RouteGroup = (app, { ctx, auth, readOnly }) => {
     pooled.refusals = refusals;
     const server = pooled.server;
     await server.connect(transport);
+    let res: Response;
     try {
-      const res = await transport.handleRequest(
-        request,
-        parsedBody !== undefined ? { parsedBody } : undefined,
-      );
-      for (const [k, v] of Object.entries(corsHeaders(c.req.header("origin")))) res.headers.set(k, v);
-      return res;
-    } finally {
+      res = await transport.handleRequest(request, parsedBody !== undefined ? { parsedBody } : undefined);
+    } catch (e) {
       await server.close();
       giveBack(pooled);
+      throw e;
     }
+    // Closed once the SDK has finished its own bookkeeping of the request (a macrotask later): a
+    // close while the handler's abort controller is still registered aborts it, and building that
+    // abort's DOMException was a twentieth of the route. The reply does not wait for it; the server
+    // goes back to the pool after, and a request in the meantime takes another one.
+    setImmediate(() => {
+      server.close().then(
+        () => giveBack(pooled),
+        () => undefined,
+      );
+    });
+    for (const [k, v] of Object.entries(corsHeaders(c.req.header("origin")))) res.headers.set(k, v);
+    return res;
   });
 };
