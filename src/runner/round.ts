@@ -155,10 +155,14 @@ export async function runRound(
     sandbox: ctx.sandbox,
     ...(ctx.signal ? { signal: ctx.signal } : {}),
   });
+  // git computes the patch (after the DoD: it holds what the DoD wrote too) while the DoD run is
+  // recorded and scored
+  const patching = diffAllowlisted(repo, spec.allowlist, runner, ctx.view);
+  patching.catch(() => undefined); // awaited below; observed here in case recording throws first
   const dod = redactDod(raw, ctx.redact);
   ctx.logDod(`round ${round}`, dod);
-  const patch = await diffAllowlisted(repo, spec.allowlist, runner, ctx.view);
   const score = scoreRound(dod.passed, dod.output);
+  const patch = await patching;
   const kept = score >= best.score;
   art.round({
     round,

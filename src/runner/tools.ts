@@ -3,7 +3,7 @@
  * search_code (the loop adds `finish`). Writes are confined to the allowlist; commands pass the
  * guard and run with a scrubbed environment through the one process runner.
  */
-import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { z } from "zod";
 import { type ProcessRunner, type RunRequest, realProcessRunner } from "../exec/index.js";
@@ -161,7 +161,7 @@ function rawTools(ctx: ToolContext): LoopTool[] {
         if (Buffer.byteLength(a.content) > FILE_MAX_BYTES)
           throw new ToolRefusal(`content is larger than ${FILE_MAX_BYTES} bytes`);
         const { abs, rel } = guardWrite("write_file", a.path);
-        mkdirSync(dirname(abs), { recursive: true });
+        if (!existsSync(dirname(abs))) mkdirSync(dirname(abs), { recursive: true });
         writeFileSync(abs, a.content);
         return `wrote ${rel} (${Buffer.byteLength(a.content)} bytes)`;
       },
