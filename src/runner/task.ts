@@ -113,7 +113,6 @@ export function progressKey(patch: string, dodOutput: string, paths: readonly st
 /** The rounds until the DoD passes or a stop condition holds; the best round and why they stopped. */
 async function roundsStep(t: TaskRun, work: Confined, pre: DodRun): Promise<{ best: Best; stop: string }> {
   const { spec, art, tokens, opts } = t;
-  art.status("running", { round: 0 });
   const ctx: RoundContext = {
     spec,
     client: opts.client,
@@ -149,7 +148,7 @@ async function roundsStep(t: TaskRun, work: Confined, pre: DodRun): Promise<{ be
     if (opts.signal?.aborted) return { best, stop: TaskStop.Cancelled };
     t.result.rounds = round;
     art.event("round_started", { round });
-    art.status("running", { round });
+    art.progress("running", { round });
     const r = await runRound(ctx, round, last, best);
     last = r.dod;
     if (r.kept) best = { score: r.score, patch: r.patch, round, dod: r.dod };
@@ -338,6 +337,8 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
   } finally {
     await proof?.dispose();
     if (work !== undefined) await removeWork(t, work);
+    // the last status written is the final one (rounds' progress writes go in order before it)
+    await t.art.settled();
     // a probe still running when the task failed early is not left unobserved
     await probing?.catch(() => undefined);
   }
