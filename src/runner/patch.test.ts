@@ -128,6 +128,30 @@ describe("WorktreeView: protected paths", () => {
   });
 });
 
+describe("WorktreeView: beyond its limits git answers", () => {
+  it("more than 1 MiB of protected files: nothing kept, every check and restore by git", async () => {
+    const r = makeRepo();
+    cleanups.push(() => r.remove());
+    mkdirSync(join(r.repo, "tests"));
+    writeFileSync(join(r.repo, "tests", "a.sh"), "echo a\n");
+    writeFileSync(join(r.repo, "tests", "b.sh"), "echo b\n");
+    writeFileSync(join(r.repo, "tests", "fixture.bin"), Buffer.alloc(1024 * 1024 + 1, 7));
+    execFileSync("git", ["add", "-A"], { cwd: r.repo });
+    execFileSync("git", ["commit", "-q", "-m", "big"], { cwd: r.repo });
+    const wt = await worktrees.create(r.repo);
+    cleanups.push(() => worktrees.remove(r.repo, wt));
+    const view = WorktreeView.capture(wt.path, ALLOW, PROTECTED);
+    expect(view.pristineHash).toBeUndefined();
+    expect(view.protectedPristine(PROTECTED)).toBe(false);
+    const clean = await restoreProtected(wt.git, PROTECTED, undefined, view);
+    expect(clean.changed).toEqual([]);
+    writeFileSync(join(wt.path, "tests", "a.sh"), "exit 0\n");
+    const dirty = await restoreProtected(wt.git, PROTECTED, undefined, view);
+    expect(dirty).toEqual({ changed: ["tests/a.sh"], hash: clean.hash });
+    expect(readFileSync(join(wt.path, "tests", "a.sh"), "utf8")).toBe("echo a\n");
+  });
+});
+
 describe("WorktreeView: new allowlisted files reach the patch", () => {
   it("a file the view has not seen is added (intent-to-add) and diffed", async () => {
     const { wt, view } = await fixture();

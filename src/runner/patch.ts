@@ -12,9 +12,9 @@
  */
 
 /** Files walked at most under the allowlist before the view gives up and asks git. */
-const VIEW_MAX_FILES = 5000;
+const VIEW_MAX_FILES = 2000;
 /** Bytes of protected files the view keeps at most (beyond: `git status` every round). */
-const VIEW_MAX_PROTECTED_BYTES = 8 * 1024 * 1024;
+const VIEW_MAX_PROTECTED_BYTES = 1024 * 1024;
 
 /** A file, symlink or folder entry found by {@link walk}: its lstat and its relative path. */
 interface Found {
