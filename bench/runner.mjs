@@ -6,16 +6,30 @@
 //      time (median DoD run) in the same run. Split by the events' timestamps into the overhead
 //      inside the round loop (first round_started → last dod_run) and the per-task set-up and
 //      tear-down (preflight, snapshots, worktree, patch export, proof; the preflight DoD excluded).
+//      The DoD is the issue's `bash test_calc.sh` (~10 ms); a second variant, printed beside it,
+//      runs a small Python unittest suite (`python3 -m unittest`, 24 tests in 3 files), the size
+//      of DoD a real project has at the low end. Processes started per task are counted through
+//      the process runner; CPU time is this process's plus its children's (/proc/self/stat).
+//      BENCH_BEFORE_ROOT=<a checkout with a built dist/> runs that checkout's runner on the same
+//      tasks, interleaved task by task, so machine load falls on both alike.
 //  (b) worktree set-up of a 1,000- and a 10,000-file repo through the runner's worktree adapter
 //      (`gitWorktrees().create`) divided by a bare `git worktree add --detach` of the same repo,
 //      interleaved, median of WT_RUNS each.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fmt, median, ROOT, report, tempDir } from "./lib.mjs";
 
-const { gitWorktrees, parseTaskSpec, runTask } = await import(join(ROOT, "dist", "runner", "index.js"));
+const load = async (root) => ({
+  root,
+  ...(await import(join(root, "dist", "runner", "index.js"))),
+  exec: await import(join(root, "dist", "exec", "index.js")),
+});
+const after = await load(ROOT);
+const beforeRoot = process.env.BENCH_BEFORE_ROOT;
+const before = beforeRoot ? await load(beforeRoot) : undefined;
+const { gitWorktrees, parseTaskSpec } = after;
 const { startScriptedModel } = await import(join(ROOT, "dist", "testing", "scripted-model.js"));
 const { scriptedModelClient } = await import(join(ROOT, "dist", "testing", "scripted-model-client.js"));
 
@@ -23,7 +37,7 @@ const quick = process.env.BENCH_QUICK === "1";
 const ROUNDS = 5;
 const TASKS = quick ? 2 : 5;
 const WT_RUNS = quick ? 3 : 5;
-const SIZES = [1000, 10000];
+const SIZES = process.env.BENCH_ONLY === "a" ? [] : [1000, 10000];
 
 const IDENTITY = {
   GIT_AUTHOR_NAME: "Ratchet Bench",
@@ -48,111 +62,205 @@ function makeRepo(dir, files) {
   return dir;
 }
 
+/** CPU ms of this process and of its waited-for children (user + system). */
+function cpuMs() {
+  const stat = readFileSync("/proc/self/stat", "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const tick = 10; // USER_HZ = 100 on Linux
+  const own = process.cpuUsage();
+  return (own.user + own.system) / 1000 + (Number(f[13]) + Number(f[14])) * tick;
+}
+
+/** The two DoDs: the issue's bash script and a small Python unittest suite. */
+const BASH_TEST = [
+  "p=0; f=0",
+  'if [ "$(bash calc.sh 2 3)" = 5 ]; then p=$((p+1)); else f=$((f+1)); fi',
+  'if [ "$(bash calc.sh 10 4)" = 14 ]; then p=$((p+1)); else f=$((f+1)); fi',
+  'echo "$p passed, $f failed"',
+  '[ "$f" -eq 0 ]',
+  "",
+].join("\n");
+function pythonTests() {
+  const files = {};
+  for (const [n, name] of ["basic", "signs", "big"].entries()) {
+    const cases = Array.from({ length: 8 }, (_, i) => {
+      const a = (i + 1) * (n === 1 ? -3 : n === 2 ? 100003 : 1);
+      const b = i * 7 + 2;
+      return `    def test_${name}_${i}(self):\n        self.assertEqual(add(${a}, ${b}), ${a + b})\n`;
+    });
+    files[`tests/test_${name}.py`] =
+      `import unittest\nfrom calc import add\n\n\nclass Test${name}(unittest.TestCase):\n${cases.join("\n")}`;
+  }
+  files["tests/__init__.py"] = "";
+  return files;
+}
+const VARIANTS = {
+  bash: {
+    file: "calc.sh",
+    initial: "echo $(( $1 - $2 ))\n",
+    content: (k) => (k === ROUNDS ? "echo $(( $1 + $2 ))\n" : `echo $(( $1 - $2 )) # try ${k}\n`),
+    files: { "test_calc.sh": BASH_TEST },
+    protected: ["test_calc.sh"],
+    command: "bash test_calc.sh",
+  },
+  python: {
+    file: "calc.py",
+    initial: "def add(a, b):\n    return a - b\n",
+    content: (k) =>
+      k === ROUNDS ? "def add(a, b):\n    return a + b\n" : `def add(a, b):\n    return a - b  # try ${k}\n`,
+    files: pythonTests(),
+    protected: ["tests"],
+    command: "python3 -m unittest discover -s tests -t . -q",
+  },
+};
+
 const temps = [];
 try {
   // (a) overhead per round
-  const TEST = [
-    "p=0; f=0",
-    'if [ "$(bash calc.sh 2 3)" = 5 ]; then p=$((p+1)); else f=$((f+1)); fi',
-    'if [ "$(bash calc.sh 10 4)" = 14 ]; then p=$((p+1)); else f=$((f+1)); fi',
-    'echo "$p passed, $f failed"',
-    '[ "$f" -eq 0 ]',
-    "",
-  ].join("\n");
-  const round = (k) => [
-    {
-      tool_calls: [
-        {
-          name: "write_file",
-          arguments: {
-            path: "calc.sh",
-            content: k === ROUNDS ? "echo $(( $1 + $2 ))\n" : `echo $(( $1 - $2 )) # try ${k}\n`,
-          },
-        },
-      ],
-    },
-    { tool_calls: [{ name: "finish", arguments: { summary: `round ${k}` } }] },
-  ];
-  const turns = Array.from({ length: ROUNDS }, (_, i) => round(i + 1)).flat();
-  const model = await startScriptedModel({ script: { turns } });
-  const overheads = [];
-  const loopOverheads = [];
-  const fixed = [];
-  const dodTimes = [];
-  const modelPerRound = [];
-  const wallPerRound = [];
-  try {
-    for (let t = 0; t < TASKS; t++) {
-      const dir = tempDir("runner-a");
-      temps.push(dir);
-      const repo = makeRepo(join(dir, "repo"), {
-        "calc.sh": "echo $(( $1 - $2 ))\n",
-        "test_calc.sh": TEST,
-        "README.md": "calc\n",
-      });
-      const out = join(dir, "out");
-      const spec = parseTaskSpec({
-        task_id: "bench",
-        title: "bench",
-        prompt: "calc.sh subtracts; make it add.",
-        backend: "scripted",
-        cwd: repo,
-        output_dir: out,
-        allowlist: ["calc.sh"],
-        protected_paths: ["test_calc.sh"],
-        definition_of_done: { command: "bash test_calc.sh", assertion: "exit_code == 0" },
-        max_rounds: ROUNDS,
-      });
-      model.reset();
-      const inner = scriptedModelClient(model, { maxAttempts: 1 });
-      let modelMs = 0;
-      const client = {
-        model: inner.model,
-        async complete(req) {
+  const runnerFigures = {};
+  const summaries = [];
+  for (const [variant, v] of Object.entries(VARIANTS)) {
+    if (process.env.BENCH_DOD && process.env.BENCH_DOD !== variant) continue;
+    const round = (k) => [
+      { tool_calls: [{ name: "write_file", arguments: { path: v.file, content: v.content(k) } }] },
+      { tool_calls: [{ name: "finish", arguments: { summary: `round ${k}` } }] },
+    ];
+    const turns = Array.from({ length: ROUNDS }, (_, i) => round(i + 1)).flat();
+    const model = await startScriptedModel({ script: { turns } });
+    const sides = before
+      ? [
+          ["after", after],
+          ["before", before],
+        ]
+      : [["after", after]];
+    const samples = Object.fromEntries(
+      sides.map(([name]) => [
+        name,
+        { overheads: [], loop: [], fixed: [], dod: [], model: [], wall: [], procs: [], cpu: [] },
+      ]),
+    );
+    try {
+      for (let t = 0; t < TASKS; t++) {
+        // interleaved: the order of the two sides alternates task by task
+        const order = t % 2 === 0 ? sides : [...sides].reverse();
+        for (const [name, mod] of order) {
+          const dir = tempDir("runner-a");
+          temps.push(dir);
+          const repo = makeRepo(join(dir, "repo"), {
+            [v.file]: v.initial,
+            ...v.files,
+            "README.md": "calc\n",
+          });
+          const out = join(dir, "out");
+          const spec = parseTaskSpec({
+            task_id: "bench",
+            title: "bench",
+            prompt: `${v.file} subtracts; make it add.`,
+            backend: "scripted",
+            cwd: repo,
+            output_dir: out,
+            allowlist: [v.file],
+            protected_paths: v.protected,
+            definition_of_done: { command: v.command, assertion: "exit_code == 0" },
+            max_rounds: ROUNDS,
+          });
+          model.reset();
+          const inner = scriptedModelClient(model, { maxAttempts: 1 });
+          let modelMs = 0;
+          const client = {
+            model: inner.model,
+            async complete(req) {
+              const s = performance.now();
+              try {
+                return await inner.complete(req);
+              } finally {
+                modelMs += performance.now() - s;
+              }
+            },
+          };
+          let procs = 0;
+          const runner = {
+            run(req) {
+              procs++;
+              return mod.exec.realProcessRunner.run(req);
+            },
+          };
+          const c0 = cpuMs();
           const s = performance.now();
-          try {
-            return await inner.complete(req);
-          } finally {
-            modelMs += performance.now() - s;
-          }
-        },
-      };
-      const s = performance.now();
-      const result = await runTask(spec, { client });
-      const wall = performance.now() - s;
-      if (result.status !== "passed" || result.rounds !== ROUNDS)
-        throw new Error(
-          `bench task ended ${result.status} after ${result.rounds} rounds: ${result.error ?? ""}`,
-        );
-      const runs = [...readFileSync(join(out, "bench.verifier.log"), "utf8").matchAll(/ ([\d.]+) ms\n/g)].map(
-        (m) => Number(m[1]),
-      );
-      // preflight + one per round + the fresh-worktree verification that decides "passed"
-      if (runs.length !== ROUNDS + 2) throw new Error(`expected ${ROUNDS + 2} DoD runs, got ${runs.length}`);
-      const dodMs = runs.reduce((a, b) => a + b, 0);
-      overheads.push((wall - modelMs - dodMs) / ROUNDS);
-      // Inside the round loop only (set-up and tear-down excluded), by the events' timestamps:
-      // from the first round_started to the last dod_run.
-      const ev = readFileSync(join(out, "bench.events.jsonl"), "utf8")
-        .split("\n")
-        .filter(Boolean)
-        .map((l) => JSON.parse(l));
-      const at = (e) => Date.parse(e.time);
-      const loopMs =
-        at(ev.findLast((e) => e.type === "dod_run" && e.label.startsWith("round"))) -
-        at(ev.find((e) => e.type === "round_started"));
-      const outsideLoop = runs[0] + (runs.at(-1) ?? 0); // preflight and fresh-worktree DoD runs
-      loopOverheads.push((loopMs - modelMs - (dodMs - outsideLoop)) / ROUNDS);
-      fixed.push(wall - loopMs - outsideLoop);
-      modelPerRound.push(modelMs / ROUNDS);
-      wallPerRound.push(wall / ROUNDS);
-      dodTimes.push(...runs);
+          const result = await mod.runTask(spec, { client, runner });
+          const wall = performance.now() - s;
+          const cpu = cpuMs() - c0;
+          if (result.status !== "passed" || result.rounds !== ROUNDS)
+            throw new Error(
+              `bench task (${name}, ${variant}) ended ${result.status} after ${result.rounds} rounds: ${result.error ?? ""}`,
+            );
+          const runs = [
+            ...readFileSync(join(out, "bench.verifier.log"), "utf8").matchAll(/ ([\d.]+) ms\n/g),
+          ].map((m) => Number(m[1]));
+          // preflight + one per round + the fresh-worktree verification that decides "passed"
+          if (runs.length !== ROUNDS + 2)
+            throw new Error(`expected ${ROUNDS + 2} DoD runs, got ${runs.length}`);
+          const dodMs = runs.reduce((a, b) => a + b, 0);
+          const x = samples[name];
+          x.overheads.push((wall - modelMs - dodMs) / ROUNDS);
+          // Inside the round loop only (set-up and tear-down excluded), by the events' timestamps:
+          // from the first round_started to the last dod_run.
+          const ev = readFileSync(join(out, "bench.events.jsonl"), "utf8")
+            .split("\n")
+            .filter(Boolean)
+            .map((l) => JSON.parse(l));
+          const at = (e) => Date.parse(e.time);
+          const loopMs =
+            at(ev.findLast((e) => e.type === "dod_run" && e.label.startsWith("round"))) -
+            at(ev.find((e) => e.type === "round_started"));
+          const outsideLoop = runs[0] + (runs.at(-1) ?? 0); // preflight and fresh-worktree DoD runs
+          x.loop.push((loopMs - modelMs - (dodMs - outsideLoop)) / ROUNDS);
+          x.fixed.push(wall - loopMs - outsideLoop);
+          x.model.push(modelMs / ROUNDS);
+          x.wall.push(wall / ROUNDS);
+          x.dod.push(...runs);
+          x.procs.push(procs);
+          x.cpu.push(cpu);
+        }
+      }
+    } finally {
+      await model.close();
     }
-  } finally {
-    await model.close();
+    const tag = variant === "bash" ? "(a)" : "(a-py)";
+    // With two sides, their DoD runs pooled: one baseline for both ratios.
+    const pooled = median(sides.flatMap(([name]) => samples[name].dod));
+    if (before) runnerFigures[`${tag} DoD run median ms, both sides pooled`] = pooled;
+    for (const [name] of sides) {
+      const x = samples[name];
+      const side = name === "after" ? "" : ` [before: ${beforeRoot}]`;
+      const dodMedian = median(x.dod);
+      const overhead = median(x.overheads);
+      const range = (xs) => `${fmt(Math.min(...xs), 1)}–${fmt(Math.max(...xs), 1)}`;
+      Object.assign(runnerFigures, {
+        [`${tag}${side} DoD: ${v.command}`]: "",
+        [`${tag}${side} task wall ms/round (median)`]: median(x.wall),
+        [`${tag}${side} model ms/round (median, scripted)`]: median(x.model),
+        [`${tag}${side} DoD run median ms (baseline)`]: dodMedian,
+        [`${tag}${side} runner overhead ms/round (median)`]: overhead,
+        [`${tag}${side} runner overhead ms/round (range)`]: range(x.overheads),
+        [`${tag}${side} overhead / DoD time`]: overhead / dodMedian,
+        [`${tag}${side} in-loop overhead ms/round (median)`]: median(x.loop),
+        [`${tag}${side} in-loop overhead / DoD time`]: median(x.loop) / dodMedian,
+        [`${tag}${side} set-up + tear-down ms/task (median)`]: median(x.fixed),
+        ...(before
+          ? {
+              [`${tag}${side} overhead / pooled DoD time`]: overhead / pooled,
+              [`${tag}${side} in-loop overhead / pooled DoD time`]: median(x.loop) / pooled,
+            }
+          : {}),
+        [`${tag}${side} processes per task (median)`]: median(x.procs),
+        [`${tag}${side} CPU ms per task incl. children (median)`]: median(x.cpu),
+      });
+      summaries.push(
+        `${tag}${side}: overhead/round ${fmt(overhead)} ms = ${fmt(overhead / dodMedian)} × one DoD run (${fmt(dodMedian)} ms), in-loop ${fmt(median(x.loop) / dodMedian)} ×, ${median(x.procs)} processes/task`,
+      );
+    }
   }
-  const overhead = median(overheads);
-  const dodMedian = median(dodTimes);
 
   // (b) worktree set-up
   const wt = gitWorktrees();
@@ -202,18 +310,14 @@ try {
   report("runner", {
     "(a) rounds per task": ROUNDS,
     "(a) tasks": TASKS,
-    "(a) task wall ms/round (median)": median(wallPerRound),
-    "(a) model ms/round (median, scripted)": median(modelPerRound),
-    "(a) DoD run median ms (baseline)": dodMedian,
-    "(a) runner overhead ms/round (median)": overhead,
-    "(a) overhead / DoD time": overhead / dodMedian,
-    "(a) in-loop overhead ms/round (median)": median(loopOverheads),
-    "(a) in-loop overhead / DoD time": median(loopOverheads) / dodMedian,
-    "(a) set-up + tear-down ms/task (median)": median(fixed),
+    "load average (1 min) at the end": loadavg()[0],
+    ...runnerFigures,
     ...figuresB,
   });
-  console.log(`\nsamples: ${TASKS} tasks × ${ROUNDS} rounds; ${WT_RUNS} worktrees per side per size`);
-  console.log(`overhead/round ${fmt(overhead)} ms = ${fmt(overhead / dodMedian)} × one DoD run`);
+  console.log(
+    `\nsamples: ${TASKS} tasks × ${ROUNDS} rounds per side; ${WT_RUNS} worktrees per side per size`,
+  );
+  for (const line of summaries) console.log(line);
 } finally {
   for (const d of temps) rmSync(d, { recursive: true, force: true });
 }

@@ -4,6 +4,7 @@
  * redaction (known secret values masked) before it is written or handed to `onEvent`.
  */
 import { appendFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
 /** Task states in `{task_id}.status.json`. Stored as strings; never renamed. */
@@ -27,6 +28,15 @@ export function writeAtomic(file: string, data: string | Uint8Array): void {
   renameSync(tmp, file);
 }
 
+let asyncWrites = 0;
+
+/** {@link writeAtomic} off the main thread (its own temp name: several can be in flight). */
+async function writeAtomicAsync(file: string, data: string): Promise<void> {
+  const tmp = `${file}.${process.pid}.${Date.now()}.${++asyncWrites}.async.tmp`;
+  await writeFile(tmp, data);
+  await rename(tmp, file);
+}
+
 /** One event line of `{task_id}.events.jsonl`. */
 export interface TaskEvent {
   seq: number;
@@ -39,6 +49,9 @@ export interface TaskEvent {
 /** The artifact files of one task. */
 export class TaskArtifacts {
   private seq = 0;
+  /** Status writes still in flight (see {@link TaskArtifacts.progress}), in order. */
+  private statusQueue: Promise<void> | undefined;
+  private statusError: unknown;
   constructor(
     readonly dir: string,
     readonly taskId: string,
@@ -97,13 +110,47 @@ export class TaskArtifacts {
     appendFileSync(this.path("rounds.jsonl"), `${JSON.stringify(this.masked(line))}\n`);
   }
 
+  /**
+   * Writes `status.json` now; while a {@link progress} write is still in flight it is queued
+   * behind it instead, so the file always ends with the last status given ({@link settled}).
+   */
   status(state: TaskState, extra: Record<string, unknown> = {}): void {
-    this.writeJson("status.json", {
-      task_id: this.taskId,
-      state,
-      updated_at: new Date().toISOString(),
-      ...extra,
-    });
+    const text = this.statusText(state, extra);
+    if (this.statusQueue) this.enqueueStatus(text);
+    else writeAtomic(this.path("status.json"), text);
+  }
+
+  /**
+   * The same write as {@link status} without waiting for it: the temp file and the rename go to
+   * the thread pool while the task goes on (a rename over an existing file makes ext4 flush the
+   * new one first, a disk write per round). Writes stay in order; {@link settled} waits for them.
+   */
+  progress(state: TaskState, extra: Record<string, unknown> = {}): void {
+    this.enqueueStatus(this.statusText(state, extra));
+  }
+
+  /** Waits for the status writes in flight. @throws the first one's error. */
+  async settled(): Promise<void> {
+    while (this.statusQueue) await this.statusQueue;
+    if (this.statusError !== undefined) throw this.statusError;
+  }
+
+  private statusText(state: TaskState, extra: Record<string, unknown>): string {
+    const value = { task_id: this.taskId, state, updated_at: new Date().toISOString(), ...extra };
+    return `${JSON.stringify(this.masked(value), null, 2)}\n`;
+  }
+
+  private enqueueStatus(text: string): void {
+    const file = this.path("status.json");
+    const next = (this.statusQueue ?? Promise.resolve())
+      .then(() => writeAtomicAsync(file, text))
+      .catch((err: unknown) => {
+        this.statusError ??= err;
+      })
+      .then(() => {
+        if (this.statusQueue === next) this.statusQueue = undefined;
+      });
+    this.statusQueue = next;
   }
 }
 

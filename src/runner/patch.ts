@@ -3,8 +3,163 @@
  * new files included through intent-to-add), never from what the model says; restoring the
  * worktree to a patch; pristine protected paths. Every call goes through the worktree's
  * {@link PinnedRepo} (Ratchet's private git dir and index), never through its `.git` file.
+ *
+ * A {@link WorktreeView} taken when the worktree was made (before any command ran) spares the
+ * rounds the git processes whose answer it already knows: which allowlisted files git tracks
+ * (so `ls-files --others` runs only when a file it has not seen appears) and the pristine bytes
+ * of the protected paths (so `git status` runs only when they differ). Anything it cannot tell
+ * for certain (too many files, a symlinked folder, a file type it does not know) goes to git.
  */
+
+/** Files walked at most under the allowlist before the view gives up and asks git. */
+const VIEW_MAX_FILES = 2000;
+/** Bytes of protected files the view keeps at most (beyond: `git status` every round). */
+const VIEW_MAX_PROTECTED_BYTES = 1024 * 1024;
+
+/** A file, symlink or folder entry found by {@link walk}: its lstat and its relative path. */
+interface Found {
+  rel: string;
+  st: Stats;
+}
+
+/**
+ * Every file and symlink under `entries` of `root` (symlinks never followed). `undefined` when
+ * the answer is not certain: more than `max` entries, a path component that is not a real folder,
+ * or a file that is neither regular nor a symlink.
+ */
+function walk(root: string, entries: readonly string[], max: number): Found[] | undefined {
+  const out: Found[] = [];
+  const lst = (rel: string) => lstatSync(join(root, rel), { throwIfNoEntry: false });
+  const visit = (rel: string, st: Stats): boolean => {
+    if (st.isFile() || st.isSymbolicLink()) {
+      out.push({ rel, st });
+      return out.length <= max;
+    }
+    if (!st.isDirectory()) return false;
+    let names: Dirent[];
+    try {
+      names = readdirSync(join(root, rel), { withFileTypes: true });
+    } catch {
+      return false;
+    }
+    for (const d of names) {
+      const child = `${rel}/${d.name}`;
+      const cst = lst(child);
+      if (cst === undefined || !visit(child, cst)) return false;
+    }
+    return true;
+  };
+  for (const entry of new Set(entries)) {
+    const parts = entry.split("/");
+    let absent = false;
+    for (let i = 1; i < parts.length && !absent; i++) {
+      const st = lst(parts.slice(0, i).join("/"));
+      if (st === undefined) absent = true;
+      else if (!st.isDirectory()) return undefined;
+    }
+    if (absent) continue;
+    const st = lst(entry);
+    if (st !== undefined && !visit(entry, st)) return undefined;
+  }
+  return out;
+}
+
+/** The bytes git would compare for a file or symlink. */
+function contentOf(root: string, f: Found): Buffer {
+  const abs = join(root, f.rel);
+  return f.st.isSymbolicLink() ? Buffer.from(readlinkSync(abs)) : readFileSync(abs);
+}
+
+/** A protected file as checked out: mode (type and permissions) and bytes. */
+interface Pristine {
+  mode: number;
+  data: Buffer;
+}
+
+/**
+ * What Ratchet saw of a fresh worktree before any command ran in it (see the module comment).
+ * One per worktree; {@link restoreTo} tells it the index went back to HEAD.
+ */
+export class WorktreeView {
+  private known: Set<string>;
+  private protectedHash: string | undefined;
+
+  private constructor(
+    private readonly root: string,
+    private readonly tracked: ReadonlySet<string> | undefined,
+    private readonly pristine: ReadonlyMap<string, Pristine> | undefined,
+  ) {
+    this.known = new Set(tracked);
+    if (pristine) {
+      const lines = [...pristine].map(
+        ([p, e]) => `${e.mode.toString(8)} ${p} ${hashText(e.data.toString("latin1"))}`,
+      );
+      this.protectedHash = hashText(lines.sort().join("\n"));
+    }
+  }
+
+  /** Walks the allowlist and the protected paths of `root`, which git has just checked out. */
+  static capture(
+    root: string,
+    allowlist: readonly string[],
+    protectedPaths: readonly string[],
+  ): WorktreeView {
+    const allowed = walk(root, allowlist, VIEW_MAX_FILES);
+    const prot = protectedPaths.length > 0 ? walk(root, protectedPaths, VIEW_MAX_FILES) : [];
+    let pristine: Map<string, Pristine> | undefined;
+    if (prot !== undefined && prot.reduce((n, f) => n + f.st.size, 0) <= VIEW_MAX_PROTECTED_BYTES) {
+      pristine = new Map(prot.map((f) => [f.rel, { mode: f.st.mode, data: contentOf(root, f) }]));
+    }
+    return new WorktreeView(root, allowed && new Set(allowed.map((f) => f.rel)), pristine);
+  }
+
+  /** True when every file under the allowlist is one git tracks (none for `ls-files --others`). */
+  allTracked(allowlist: readonly string[]): boolean {
+    if (this.tracked === undefined) return false;
+    const now = walk(this.root, allowlist, VIEW_MAX_FILES);
+    return now?.every((f) => this.known.has(f.rel)) ?? false;
+  }
+
+  /** Files now in the private index as intent-to-add. */
+  added(paths: readonly string[]): void {
+    for (const p of paths) this.known.add(p);
+  }
+
+  /** The private index is HEAD's again (intent-to-add entries gone). */
+  indexReset(): void {
+    this.known = new Set(this.tracked);
+  }
+
+  /** True when the protected paths hold exactly their pristine files (type, mode, bytes). */
+  protectedPristine(protectedPaths: readonly string[]): boolean {
+    if (this.pristine === undefined) return false;
+    const now = walk(this.root, protectedPaths, this.pristine.size);
+    if (now === undefined || now.length !== this.pristine.size) return false;
+    return now.every((f) => {
+      const p = this.pristine?.get(f.rel);
+      return (
+        p !== undefined &&
+        p.mode === f.st.mode &&
+        p.data.length === f.st.size &&
+        p.data.equals(contentOf(this.root, f))
+      );
+    });
+  }
+
+  /** The hash of the pristine protected contents, or `undefined` when the view did not keep them. */
+  get pristineHash(): string | undefined {
+    return this.protectedHash;
+  }
+
+  /** Remembers a hash computed by git when the view kept no contents. */
+  set pristineHash(hash: string | undefined) {
+    this.protectedHash = hash;
+  }
+}
+
 import { createHash } from "node:crypto";
+import { type Dirent, lstatSync, readdirSync, readFileSync, readlinkSync, type Stats } from "node:fs";
+import { join } from "node:path";
 import { type ProcessRunner, realProcessRunner } from "../exec/index.js";
 import { type PinnedRepo, pinnedGit, pinnedGitRun } from "./git.js";
 import { inList } from "./spec.js";
@@ -16,17 +171,21 @@ export async function diffAllowlisted(
   worktree: PinnedRepo,
   allowlist: readonly string[],
   runner: ProcessRunner = realProcessRunner,
+  view?: WorktreeView,
 ): Promise<string> {
-  const untracked = (
-    await pinnedGit(
-      ["ls-files", "-z", "--others", "--exclude-standard", "--", ...literal(allowlist)],
-      worktree,
-      runner,
+  if (!view?.allTracked(allowlist)) {
+    const untracked = (
+      await pinnedGit(
+        ["ls-files", "-z", "--others", "--exclude-standard", "--", ...literal(allowlist)],
+        worktree,
+        runner,
+      )
     )
-  )
-    .split("\0")
-    .filter(Boolean);
-  if (untracked.length > 0) await pinnedGit(["add", "-N", "--", ...literal(untracked)], worktree, runner);
+      .split("\0")
+      .filter(Boolean);
+    if (untracked.length > 0) await pinnedGit(["add", "-N", "--", ...literal(untracked)], worktree, runner);
+    view?.added(untracked);
+  }
   return pinnedGit(
     [
       "diff",
@@ -74,8 +233,10 @@ export async function restoreTo(
   allowlist: readonly string[],
   patch: string,
   runner: ProcessRunner = realProcessRunner,
+  view?: WorktreeView,
 ): Promise<void> {
   await pinnedGit(["reset", "-q"], worktree, runner);
+  view?.indexReset();
   await pinnedGit(["checkout", "-q", "HEAD", "--", "."], worktree, runner);
   await pinnedGitRun(["clean", "-fdq", "--", ...literal(allowlist)], worktree, runner);
   if (patch !== "")
@@ -90,8 +251,11 @@ export async function restoreProtected(
   worktree: PinnedRepo,
   protectedPaths: readonly string[],
   runner: ProcessRunner = realProcessRunner,
+  view?: WorktreeView,
 ): Promise<{ changed: string[]; hash: string }> {
   if (protectedPaths.length === 0) return { changed: [], hash: "" };
+  const known = view?.pristineHash;
+  if (known !== undefined && view?.protectedPristine(protectedPaths)) return { changed: [], hash: known };
   const spec = literal(protectedPaths);
   const status = await pinnedGit(
     ["status", "--porcelain=v1", "--untracked-files=all", "--ignore-submodules=all", "--", ...spec],
@@ -110,6 +274,9 @@ export async function restoreProtected(
       await pinnedGit(["checkout", "-q", "HEAD", "--", ...literal(tracked)], worktree, runner);
     await pinnedGitRun(["clean", "-fdq", "--", ...spec], worktree, runner);
   }
+  if (known !== undefined) return { changed, hash: known };
   const tree = await pinnedGitRun(["ls-tree", "-r", "HEAD", "--", ...spec], worktree, runner);
-  return { changed, hash: hashText(tree.stdout) };
+  const hash = hashText(tree.stdout);
+  if (view) view.pristineHash = hash;
+  return { changed, hash };
 }

@@ -10,7 +10,7 @@ import { type DodRun, runDod } from "./dod.js";
 import { git, gitRun } from "./git.js";
 import { checkCommand, parseCommandLine } from "./guard.js";
 import { inList, type TaskSpec, underEntry } from "./spec.js";
-import { gitWorktrees, type Worktrees } from "./worktree.js";
+import { gitWorktrees, LAYOUT_ARGS, parseRepoLayout, type RepoLayout, type Worktrees } from "./worktree.js";
 
 /** Why preflight refused. Stored and printed as strings; never renamed. */
 export const Refusal = {
@@ -36,6 +36,10 @@ export interface StaticPreflight {
   repoRoot: string | undefined;
   dirtyPaths: string[];
   dirtyOverlaps: string[];
+  /** Where the source's git state lives and its HEAD (set when the checks got that far). */
+  layout?: RepoLayout;
+  /** The source's `git status --porcelain=v1 --untracked-files=all` (set with `layout`). */
+  status?: string;
 }
 
 /** Paths of `git status --porcelain` lines (both sides of a rename). */
@@ -67,12 +71,14 @@ export async function preflightRepo(
     repoRoot?: string,
     dirtyPaths: string[] = [],
     dirtyOverlaps: string[] = [],
+    seen: { layout?: RepoLayout; status?: string } = {},
   ): StaticPreflight => ({
     ok: refusals.length === 0,
     refusals,
     repoRoot,
     dirtyPaths,
     dirtyOverlaps,
+    ...seen,
   });
   if (!existsSync(spec.cwd)) {
     refusals.push({ code: Refusal.NotARepo, message: `cwd ${spec.cwd} does not exist` });
@@ -86,15 +92,17 @@ export async function preflightRepo(
         message: `writable_paths[${i}]: ${p} is not an existing folder (create it first)`,
       });
   });
-  const top = await gitRun(["rev-parse", "--show-toplevel"], spec.cwd, runner);
-  if (top.exitCode !== 0) {
+  // One git call for the root, the git folders and HEAD (exit 1: no HEAD; 128: not a repository).
+  const top = await gitRun(LAYOUT_ARGS, spec.cwd, runner);
+  const layout = top.exitCode === 0 || top.exitCode === 1 ? parseRepoLayout(spec.cwd, top.stdout) : undefined;
+  if (!layout) {
     refusals.push({
       code: Refusal.NotARepo,
       message: `cwd ${spec.cwd} is not a git repository: ${top.stderr.trim()}`,
     });
     return done();
   }
-  const root = top.stdout.trim();
+  const root = layout.top;
   if (realpathSync(root) !== realpathSync(spec.cwd)) {
     refusals.push({
       code: Refusal.NotRepoRoot,
@@ -102,8 +110,7 @@ export async function preflightRepo(
     });
     return done(root);
   }
-  const head = await gitRun(["rev-parse", "--verify", "-q", "HEAD"], spec.cwd, runner);
-  if (head.exitCode !== 0) {
+  if (layout.head === undefined) {
     refusals.push({ code: Refusal.NoCommit, message: `${root} has no commit (HEAD does not exist)` });
     return done(root);
   }
@@ -116,7 +123,7 @@ export async function preflightRepo(
       message: `uncommitted changes overlap the allowlist or protected paths: ${hit.join(", ")} (commit or stash them first)`,
     });
   }
-  return done(root, dirty, hit);
+  return done(root, dirty, hit, { layout, status });
 }
 
 /** The DoD check: run it in `worktree` before any change. */
@@ -202,7 +209,7 @@ export async function dryRun(
   let dod: DryRunReport["dod"];
   if (repo.repoRoot && !refusals.some((r) => r.code !== Refusal.DirtyOverlap)) {
     const worktrees = opts.worktrees ?? gitWorktrees(runner);
-    const wt = await worktrees.create(spec.cwd);
+    const wt = await worktrees.create(spec.cwd, repo.layout);
     let sandbox: CommandSandbox | undefined;
     try {
       sandbox = await commandSandbox(wt, spec.writable_paths, runner);

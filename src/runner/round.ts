@@ -18,7 +18,14 @@ import {
   ROUND_TIMEOUT_MS,
   TASK_MAX_TOKENS,
 } from "./limits.js";
-import { diffAllowlisted, hashText, patchPaths, restoreProtected, restoreTo } from "./patch.js";
+import {
+  diffAllowlisted,
+  hashText,
+  patchPaths,
+  restoreProtected,
+  restoreTo,
+  type WorktreeView,
+} from "./patch.js";
 import { roundPrompt, SYSTEM_PROMPT } from "./prompt.js";
 import { scoreRound } from "./score.js";
 import type { TaskSpec } from "./spec.js";
@@ -38,6 +45,8 @@ export interface RoundContext {
   runner: ProcessRunner;
   /** Ratchet's own view of the worktree (private git dir). */
   repo: PinnedRepo;
+  /** What Ratchet saw of the worktree before any command ran (spares git calls; see patch.ts). */
+  view?: WorktreeView;
   sandbox: CommandSandbox;
   tools: LoopTool[];
   context: readonly { path: string; text: string }[];
@@ -139,17 +148,21 @@ export async function runRound(
 ): Promise<RoundOutcome> {
   const { spec, runner, repo, art } = ctx;
   const { loop, modelError } = await modelTurn(ctx, round, last, best);
-  const prot = await restoreProtected(repo, spec.protected_paths, runner);
+  const prot = await restoreProtected(repo, spec.protected_paths, runner, ctx.view);
   if (prot.changed.length > 0) art.event("protected_restored", { round, paths: prot.changed });
   const raw = await runDod(spec, repo.workTree, {
     runner,
     sandbox: ctx.sandbox,
     ...(ctx.signal ? { signal: ctx.signal } : {}),
   });
+  // git computes the patch (after the DoD: it holds what the DoD wrote too) while the DoD run is
+  // recorded and scored
+  const patching = diffAllowlisted(repo, spec.allowlist, runner, ctx.view);
+  patching.catch(() => undefined); // awaited below; observed here in case recording throws first
   const dod = redactDod(raw, ctx.redact);
   ctx.logDod(`round ${round}`, dod);
-  const patch = await diffAllowlisted(repo, spec.allowlist, runner);
   const score = scoreRound(dod.passed, dod.output);
+  const patch = await patching;
   const kept = score >= best.score;
   art.round({
     round,
@@ -167,7 +180,7 @@ export async function runRound(
   });
   if (!kept) {
     art.event("round_regressed", { round, score, best_score: best.score, best_round: best.round });
-    await restoreTo(repo, spec.allowlist, best.patch, runner);
+    await restoreTo(repo, spec.allowlist, best.patch, runner, ctx.view);
   }
   return { loop, modelError, dod, patch, score, kept };
 }

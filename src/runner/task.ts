@@ -8,14 +8,14 @@
  * {@link proveSourceUnchanged} → {@link applyStep} (complete-task mode) → {@link finish}.
  */
 import { ErrorCode, RatchetError } from "../core/index.js";
-import type { SandboxInfo } from "../exec/index.js";
+import { detectSandbox, type SandboxInfo } from "../exec/index.js";
 import { applyToSource } from "./apply.js";
 import { type CommandSandbox, commandSandbox } from "./confine.js";
 import type { DodRun } from "./dod.js";
 import { normaliseDodOutput } from "./dod-normalise.js";
 import { TASK_MAX_TOKENS } from "./limits.js";
-import { hashText, patchPaths, pathsOutside } from "./patch.js";
-import { preflightDod, preflightRepo, Refusal } from "./preflight.js";
+import { hashText, patchPaths, pathsOutside, WorktreeView } from "./patch.js";
+import { preflightDod, preflightRepo, Refusal, type StaticPreflight } from "./preflight.js";
 import { type Best, type RoundContext, redactDod, runRound } from "./round.js";
 import { scoreRound } from "./score.js";
 import type { TaskSpec } from "./spec.js";
@@ -34,8 +34,14 @@ import {
   TaskStop,
 } from "./task-run.js";
 import { runnerTools } from "./tools.js";
-import { verifyOnFreshWorktree } from "./verify.js";
-import { compareSnapshots, type SourceSnapshot, snapshotSource, type Worktree } from "./worktree.js";
+import { ProofWorktree, verifyOnFreshWorktree } from "./verify.js";
+import {
+  compareSnapshots,
+  type RepoLayout,
+  type SourceSnapshot,
+  snapshotSource,
+  type Worktree,
+} from "./worktree.js";
 
 /** The worktree of the rounds and its command sandbox (disposed in `runTask`'s `finally`). */
 interface Work {
@@ -43,25 +49,33 @@ interface Work {
   sandbox: CommandSandbox | undefined;
 }
 
-type Confined = Work & { sandbox: CommandSandbox };
+type Confined = Work & { sandbox: CommandSandbox; view: WorktreeView };
 
 /** Repository checks (no worktree, no model). A refusal ends the task. */
-async function preflightStep(t: TaskRun): Promise<TaskResult | undefined> {
+async function preflightStep(t: TaskRun): Promise<{ refused?: TaskResult; repo: StaticPreflight }> {
   const repo = await preflightRepo(t.spec, t.runner);
-  return repo.ok ? undefined : refuse(t, repo.refusals);
+  return repo.ok ? { repo } : { repo, refused: refuse(t, repo.refusals) };
 }
 
 /**
  * The worktree of the rounds and its command sandbox. `hold` gets them as soon as they exist, so
- * a failure further on still removes them.
+ * a failure further on still removes them. `probing`: the launcher probe, started beside the
+ * source snapshot and the checkout. The worktree's view (tracked allowlisted files, pristine
+ * protected files) is taken as soon as git has checked it out, before anything else touches it.
  */
-async function prepareStep(t: TaskRun, hold: (work: Work) => void): Promise<Confined> {
-  const worktree = await t.worktrees.create(t.spec.cwd);
+async function prepareStep(
+  t: TaskRun,
+  base: RepoLayout | undefined,
+  probing: Promise<SandboxInfo>,
+  hold: (work: Work) => void,
+): Promise<Confined> {
+  const worktree = await t.worktrees.create(t.spec.cwd, base);
   const work: Work = { worktree, sandbox: undefined };
   hold(work);
+  const view = WorktreeView.capture(worktree.path, t.spec.allowlist, t.spec.protected_paths);
   t.art.event("worktree_created", { path: worktree.path });
   t.opts.onWorktree?.(worktree.path);
-  const sandbox = await commandSandbox(worktree, t.spec.writable_paths, t.runner);
+  const sandbox = await commandSandbox(worktree, t.spec.writable_paths, t.runner, await probing);
   work.sandbox = sandbox;
   t.art.event("command_sandbox", {
     protection: sandbox.protection,
@@ -76,7 +90,7 @@ async function prepareStep(t: TaskRun, hold: (work: Work) => void): Promise<Conf
       { field: "writable_paths" },
     );
   }
-  return { worktree, sandbox };
+  return { worktree, sandbox, view };
 }
 
 /** The DoD before any change: it must fail (unless `allow_passing_dod`). */
@@ -99,12 +113,12 @@ export function progressKey(patch: string, dodOutput: string, paths: readonly st
 /** The rounds until the DoD passes or a stop condition holds; the best round and why they stopped. */
 async function roundsStep(t: TaskRun, work: Confined, pre: DodRun): Promise<{ best: Best; stop: string }> {
   const { spec, art, tokens, opts } = t;
-  art.status("running", { round: 0 });
   const ctx: RoundContext = {
     spec,
     client: opts.client,
     runner: t.runner,
     repo: work.worktree.git,
+    view: work.view,
     sandbox: work.sandbox,
     tools: runnerTools({
       worktree: work.worktree.path,
@@ -134,7 +148,7 @@ async function roundsStep(t: TaskRun, work: Confined, pre: DodRun): Promise<{ be
     if (opts.signal?.aborted) return { best, stop: TaskStop.Cancelled };
     t.result.rounds = round;
     art.event("round_started", { round });
-    art.status("running", { round });
+    art.progress("running", { round });
     const r = await runRound(ctx, round, last, best);
     last = r.dod;
     if (r.kept) best = { score: r.score, patch: r.patch, round, dod: r.dod };
@@ -191,11 +205,15 @@ async function verifyStep(
   t: TaskRun,
   best: Best,
   probed: SandboxInfo,
+  base: Worktree["base"],
+  made: Worktree | undefined,
 ): Promise<{ passed: boolean; path: string }> {
   const fresh = await verifyOnFreshWorktree(t.spec, best.patch, {
     worktrees: t.worktrees,
     runner: t.runner,
     probed,
+    ...(base ? { base } : {}),
+    ...(made ? { made } : {}),
     ...(t.opts.signal ? { signal: t.opts.signal } : {}),
   });
   const dod = redactDod(fresh.dod, t.redact);
@@ -211,8 +229,18 @@ async function verifyStep(
 }
 
 /** Compares the source with the snapshot taken before any worktree existed. */
-async function proveSourceUnchanged(t: TaskRun, before: SourceSnapshot, ours: string[]): Promise<boolean> {
-  const after = await snapshotSource(t.spec.cwd, [t.spec.output_dir, ...ours], t.runner);
+async function proveSourceUnchanged(
+  t: TaskRun,
+  before: SourceSnapshot,
+  ours: string[],
+  layout: RepoLayout | undefined,
+): Promise<boolean> {
+  const after = await snapshotSource(
+    t.spec.cwd,
+    [t.spec.output_dir, ...ours],
+    t.runner,
+    layout ? { layout } : {},
+  );
   const changes = compareSnapshots(before, after);
   t.result.source_unchanged = changes.length === 0;
   t.result.source_changes = changes;
@@ -249,25 +277,55 @@ async function removeWork(t: TaskRun, work: Work): Promise<void> {
 export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<TaskResult> {
   const t = startTask(spec, opts);
   let work: Work | undefined;
+  let probing: Promise<SandboxInfo> | undefined;
+  let proof: ProofWorktree | undefined;
   try {
-    const refused = await preflightStep(t);
+    const { refused, repo } = await preflightStep(t);
     if (refused) return refused;
-    const before = await snapshotSource(spec.cwd, [spec.output_dir], t.runner);
-    const confined = await prepareStep(t, (w) => {
+    // The launcher probe (a process of its own) runs beside the snapshot and the checkout; it
+    // must come from this task's process runner, so it is probed again for every task.
+    probing = detectSandbox({ languages: ["python"], runner: t.runner, refresh: true });
+    const layout = repo.layout;
+    const before = await snapshotSource(spec.cwd, [spec.output_dir], t.runner, {
+      ...(layout ? { layout } : {}),
+      ...(repo.status !== undefined ? { status: repo.status } : {}),
+    });
+    // The worktree is made of the commit the snapshot saw.
+    const base = layout && before.head !== "" ? { ...layout, head: before.head } : undefined;
+    const confined = await prepareStep(t, base, probing, (w) => {
       work = w;
     });
     const pre = await preflightDodStep(t, confined);
     if (pre.refused) return pre.refused;
+    // Where commands are confined, the proof's fresh worktree is made while the rounds run.
+    if (confined.sandbox.protection === "landlock")
+      proof = new ProofWorktree(t.worktrees, spec.cwd, confined.worktree.base, confined.sandbox.writable);
     const { best, stop } = await roundsStep(t, confined, pre.dod);
     const exportRefused = exportStep(t, best);
     if (exportRefused) return exportRefused;
     const ours = [confined.worktree.path];
     const probed = confined.sandbox.probed;
     work = undefined;
-    await removeWork(t, confined);
-    const verified = best.dod.passed ? await verifyStep(t, best, probed) : undefined;
+    let verified: { passed: boolean; path: string } | undefined;
+    if (best.dod.passed) {
+      const made = await proof?.take();
+      // With the proof's worktree already there, the rounds' worktree is removed while the
+      // patch is applied and the DoD runs on it; otherwise first (git then makes the next one).
+      const removing = made ? removeWork(t, confined) : undefined;
+      if (!made) await removeWork(t, confined);
+      try {
+        verified = await verifyStep(t, best, probed, confined.worktree.base, made);
+      } finally {
+        await removing;
+      }
+    } else {
+      // the early proof's checkout is over before the last worktree folder can go (see remove)
+      await proof?.dispose();
+      await removeWork(t, confined);
+    }
     if (verified) ours.push(verified.path);
-    if (!(await proveSourceUnchanged(t, before, ours))) return finish(t, "failed", TaskStop.SourceChanged);
+    if (!(await proveSourceUnchanged(t, before, ours, layout)))
+      return finish(t, "failed", TaskStop.SourceChanged);
     if (!best.dod.passed) return finish(t, "failed", stop);
     if (!verified?.passed) return finish(t, "failed", TaskStop.FreshDodFailed);
     const applyFailed = spec.apply_to_source ? await applyStep(t, best) : undefined;
@@ -277,6 +335,11 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
     t.art.event("task_error", { message: t.result.error });
     return finish(t, "error", TaskStop.Error);
   } finally {
+    await proof?.dispose();
     if (work !== undefined) await removeWork(t, work);
+    // the last status written is the final one (rounds' progress writes go in order before it)
+    await t.art.settled();
+    // a probe still running when the task failed early is not left unobserved
+    await probing?.catch(() => undefined);
   }
 }

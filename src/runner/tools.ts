@@ -3,7 +3,17 @@
  * search_code (the loop adds `finish`). Writes are confined to the allowlist; commands pass the
  * guard and run with a scrubbed environment through the one process runner.
  */
-import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  existsSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  statSync,
+  writeSync,
+} from "node:fs";
 import { dirname } from "node:path";
 import { z } from "zod";
 import { type ProcessRunner, type RunRequest, realProcessRunner } from "../exec/index.js";
@@ -36,6 +46,24 @@ export interface ToolContext {
   redact?: (text: string) => string;
   /** Told about every refusal (path or guard), for the events file. */
   onRefusal?: (tool: string, reason: string) => void;
+}
+
+/**
+ * Writes `content` as the whole file at `abs` (created when missing): written over the old bytes,
+ * then cut to its length. The same file afterwards as `writeFileSync`, without truncating to zero
+ * first: ext4 (`auto_da_alloc`) flushes a file that was truncated to zero and written again when
+ * it is closed, which costs a disk write (~5 ms here) on every edit of an existing file.
+ */
+export function overwriteFile(abs: string, content: string): void {
+  const data = Buffer.from(content);
+  const fd = openSync(abs, constants.O_WRONLY | constants.O_CREAT, 0o666);
+  try {
+    let at = 0;
+    while (at < data.length) at += writeSync(fd, data, at, data.length - at, at);
+    ftruncateSync(fd, data.length);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** A tool failure the model sees as an error result. */
@@ -161,8 +189,8 @@ function rawTools(ctx: ToolContext): LoopTool[] {
         if (Buffer.byteLength(a.content) > FILE_MAX_BYTES)
           throw new ToolRefusal(`content is larger than ${FILE_MAX_BYTES} bytes`);
         const { abs, rel } = guardWrite("write_file", a.path);
-        mkdirSync(dirname(abs), { recursive: true });
-        writeFileSync(abs, a.content);
+        if (!existsSync(dirname(abs))) mkdirSync(dirname(abs), { recursive: true });
+        overwriteFile(abs, a.content);
         return `wrote ${rel} (${Buffer.byteLength(a.content)} bytes)`;
       },
     },
@@ -204,7 +232,7 @@ function rawTools(ctx: ToolContext): LoopTool[] {
         const replacement = a.new_text === "" ? [] : splitLines(a.new_text);
         lines.splice(a.start_line - 1, a.end_line - a.start_line + 1, ...replacement);
         const trailing = text.endsWith("\n") || text === "" ? "\n" : "";
-        writeFileSync(abs, lines.length > 0 ? `${lines.join("\n")}${trailing}` : "");
+        overwriteFile(abs, lines.length > 0 ? `${lines.join("\n")}${trailing}` : "");
         return `edited ${rel}: lines ${a.start_line}-${a.end_line} replaced by ${replacement.length} line(s)`;
       },
     },

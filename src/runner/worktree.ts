@@ -2,6 +2,9 @@
  * Disposable worktrees (`git worktree add --detach` under `os.tmpdir()`) behind the
  * {@link Worktrees} interface, and the "source unchanged" proof: a snapshot of everything a
  * worktree shares with its source (HEAD, status, refs, config, hooks, stash, worktree list).
+ * Every git process costs a fork of this (large) process, so the git state is read in as few
+ * calls as git allows (one `rev-parse` for the layout, one `show-ref` for HEAD and every ref) and
+ * from the files git itself reads where that is the same thing.
  */
 import { createHash } from "node:crypto";
 import {
@@ -16,12 +19,102 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
+import { rm, rmdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
+import { ErrorCode, RatchetError } from "../core/index.js";
 import type { ProcessRunner } from "../exec/index.js";
 import { realProcessRunner } from "../exec/index.js";
 import { git, gitRun, PINNED_GIT_CONFIG, type PinnedRepo, pinnedGit, pinnedGitRun } from "./git.js";
 import { WORKTREE_PREFIX } from "./limits.js";
+
+/**
+ * Where the source's git state lives, read with one `git rev-parse` (preflight does it; see
+ * {@link readRepoLayout}). Everything here is the source's own, read before any command ran.
+ */
+export interface RepoLayout {
+  /** The working tree's root (`--show-toplevel`). */
+  top: string;
+  /** The source's own git dir (`--absolute-git-dir`; its `HEAD`). */
+  gitDir: string;
+  /** The common git dir (config, hooks, refs, `worktrees/`). */
+  common: string;
+  /** `objects` (what the private git dir borrows through `alternates`). */
+  objects: string;
+  /** `info/exclude`. */
+  exclude: string;
+  /** The commit of `HEAD`, or `undefined` when there is none. */
+  head: string | undefined;
+}
+
+/** The arguments of the one `git rev-parse` that reads a {@link RepoLayout} (in this order). */
+export const LAYOUT_ARGS = [
+  "rev-parse",
+  "--show-toplevel",
+  "--absolute-git-dir",
+  "--git-common-dir",
+  "--git-path",
+  "objects",
+  "--git-path",
+  "info/exclude",
+  "--verify",
+  "-q",
+  "HEAD^{commit}",
+] as const;
+
+/**
+ * Parses the output of {@link LAYOUT_ARGS} run in `source` (exit 0, or 1 when `HEAD` is missing).
+ * `undefined` when git did not print all four paths. Pure.
+ */
+export function parseRepoLayout(source: string, stdout: string): RepoLayout | undefined {
+  const lines = stdout.split("\n");
+  const [top, gitDir, common, objects, exclude, head] = lines;
+  if (!top || !gitDir || !common || !objects || !exclude) return undefined;
+  return {
+    top,
+    gitDir,
+    common: resolve(source, common),
+    objects: resolve(source, objects),
+    exclude: resolve(source, exclude),
+    head: head && /^[0-9a-f]{40,64}$/.test(head) ? head : undefined,
+  };
+}
+
+/**
+ * Reads the layout of `source` with one git call.
+ * @throws RatchetError `work_failed` when `source` is not a git working tree.
+ */
+export async function readRepoLayout(
+  source: string,
+  runner: ProcessRunner = realProcessRunner,
+): Promise<RepoLayout> {
+  const r = await gitRun(LAYOUT_ARGS, source, runner);
+  const layout = r.exitCode === 0 || r.exitCode === 1 ? parseRepoLayout(source, r.stdout) : undefined;
+  if (!layout) {
+    throw new RatchetError(
+      ErrorCode.WorkFailed,
+      `git rev-parse failed in ${source}: ${r.spawnError?.message ?? (r.stderr.trim() || `exit ${r.exitCode}`)}`,
+      { cwd: source },
+    );
+  }
+  return layout;
+}
+
+/**
+ * What every worktree of one task is made from, read from the source once, before any command
+ * ran: the commit (the "before" snapshot's `HEAD`), where the objects are, `info/exclude` and the
+ * copied settings. The task's second worktree (the proof) is made from the same base, so nothing
+ * a command did in between can reach it.
+ */
+export interface WorktreeBase {
+  commit: string;
+  objects: string;
+  /** The common git dir (its `worktrees/` holds the admin folders). */
+  common: string;
+  exclude: Buffer;
+  /** The source settings copied into the private config ({@link COPIED_CONFIG}). */
+  copied: readonly (readonly [string, string])[];
+}
 
 /** A disposable worktree and the private git dir Ratchet's own git calls use for it. */
 export interface Worktree {
@@ -31,13 +124,19 @@ export interface Worktree {
   adminDir: string;
   /** What Ratchet's own git calls use (see {@link PinnedRepo}). */
   git: PinnedRepo;
+  /** What it was made from (give it to the next `create` of the same task). */
+  base?: WorktreeBase;
 }
 
 /** Creates and removes disposable worktrees of a source repository. */
 export interface Worktrees {
-  /** Creates a detached worktree of `HEAD` outside the source. */
-  create(source: string): Promise<Worktree>;
-  /** Removes it (the folder, its admin folder, the private git dir, then prune); never throws. */
+  /**
+   * Creates a detached worktree outside the source: of `base.commit` when a base is given (the
+   * base of an earlier worktree of the same task, or one made from a {@link RepoLayout}), else of
+   * `HEAD` as it is now.
+   */
+  create(source: string, base?: WorktreeBase | RepoLayout): Promise<Worktree>;
+  /** Removes it (the folder, its admin folder, the private git dir); never throws. */
   remove(source: string, worktree: Worktree): Promise<void>;
 }
 
@@ -72,88 +171,136 @@ export function privateConfig(copied: readonly (readonly [string, string])[]): s
   return `${lines.join("\n")}\n`;
 }
 
-/**
- * Makes the private git dir of a new worktree (see {@link PinnedRepo}) from the source's state
- * (read now, before any command ran in the worktree) and fills its index from `commit`.
- */
-async function makePrivateGitDir(
-  source: string,
-  gitDir: string,
-  workTree: string,
-  adminDir: string,
-  commit: string,
-  runner: ProcessRunner,
-): Promise<PinnedRepo> {
-  const objects = resolve(source, (await git(["rev-parse", "--git-path", "objects"], source, runner)).trim());
-  const exclude = resolve(
-    source,
-    (await git(["rev-parse", "--git-path", "info/exclude"], source, runner)).trim(),
-  );
+/** The copied settings of `source` (one `git config` call). */
+async function copiedConfig(source: string, runner: ProcessRunner): Promise<[string, string][]> {
   const listed = await gitRun(["config", "-z", "--get-regexp", COPIED_CONFIG.source], source, runner);
-  const copied = listed.stdout
+  return listed.stdout
     .split("\0")
     .filter(Boolean)
     .map((entry): [string, string] => {
       const nl = entry.indexOf("\n");
       return nl < 0 ? [entry, "true"] : [entry.slice(0, nl), entry.slice(nl + 1)];
     });
+}
+
+function isBase(b: WorktreeBase | RepoLayout): b is WorktreeBase {
+  return "commit" in b;
+}
+
+/**
+ * The base of a new worktree: `given` when it is one; else made from a layout (or a fresh
+ * `git rev-parse`) and the copied config. The config is read while `checkout` (the
+ * `git worktree add` of the commit) runs, so the two processes overlap.
+ */
+async function withBase(
+  source: string,
+  given: WorktreeBase | RepoLayout | undefined,
+  runner: ProcessRunner,
+  checkout: (commit: string) => Promise<unknown>,
+): Promise<WorktreeBase> {
+  if (given && isBase(given)) {
+    await checkout(given.commit);
+    return given;
+  }
+  const layout = given ?? (await readRepoLayout(source, runner));
+  const commit = layout.head;
+  if (commit === undefined)
+    throw new RatchetError(ErrorCode.WorkFailed, `${source} has no commit (HEAD does not exist)`, {
+      cwd: source,
+    });
+  const [copied] = await Promise.all([copiedConfig(source, runner), checkout(commit)]);
+  const exclude = existsSync(layout.exclude) ? readFileSync(layout.exclude) : Buffer.alloc(0);
+  return { commit, objects: layout.objects, common: layout.common, exclude, copied };
+}
+
+/**
+ * The admin folder git just made for the worktree at `path`, from the `gitdir:` line of its `.git`
+ * file (read now, while nothing but git has written there; the same file `git rev-parse
+ * --absolute-git-dir` would read). It must be a folder under `<common>/worktrees/`.
+ */
+function adminDirOf(path: string, common: string): string | undefined {
+  const text = readFileSync(join(path, ".git"), "utf8");
+  const m = /^gitdir: (.+)\n?$/.exec(text);
+  if (!m) return undefined;
+  const dir = resolve(path, m[1] as string);
+  const worktrees = join(realpathSync(common), "worktrees");
+  return dirname(dir) === worktrees && existsSync(dir) ? dir : undefined;
+}
+
+/**
+ * Makes the private git dir of a new worktree (see {@link PinnedRepo}) from `base` and fills its
+ * index: a copy of the one `git worktree add` just wrote in the admin folder (nothing else has
+ * written there yet), which has the stat data of every checked-out file. The copy is newer than
+ * every checkout write, and nothing writes the worktree before it is made, so its stat data are
+ * exact (no entry needs hashing again, and no refresh is run). A split index (whose shared part
+ * stays in the admin folder) is not copied: the index is built from HEAD and refreshed instead.
+ */
+async function makePrivateGitDir(
+  base: WorktreeBase,
+  gitDir: string,
+  workTree: string,
+  adminDir: string,
+  runner: ProcessRunner,
+): Promise<PinnedRepo> {
   mkdirSync(join(gitDir, "objects", "info"), { recursive: true, mode: 0o700 });
   mkdirSync(join(gitDir, "refs", "heads"), { recursive: true });
   mkdirSync(join(gitDir, "info"), { recursive: true });
-  writeFileSync(join(gitDir, "HEAD"), `${commit}\n`);
-  writeFileSync(join(gitDir, "objects", "info", "alternates"), `${objects}\n`);
-  writeFileSync(join(gitDir, "config"), privateConfig(copied));
-  writeFileSync(join(gitDir, "info", "exclude"), existsSync(exclude) ? readFileSync(exclude) : "");
+  writeFileSync(join(gitDir, "HEAD"), `${base.commit}\n`);
+  writeFileSync(join(gitDir, "objects", "info", "alternates"), `${base.objects}\n`);
+  writeFileSync(join(gitDir, "config"), privateConfig(base.copied));
+  writeFileSync(join(gitDir, "info", "exclude"), base.exclude);
   const repo = { gitDir, workTree };
-  // The index `git worktree add` just wrote (nothing else has written there yet) has the stat
-  // data of every checked-out file: a copy saves hashing them all again. When it cannot be used
-  // here (e.g. a split index whose shared part stays in the admin folder), build it from HEAD.
   const index = join(gitDir, "index");
   const fromAdmin = join(adminDir, "index");
-  if (existsSync(fromAdmin)) copyFileSync(fromAdmin, index);
-  const refresh = await pinnedGitRun(["update-index", "-q", "--refresh"], repo, runner);
-  if (!existsSync(index) || refresh.exitCode === 128) {
-    rmSync(index, { force: true });
-    await pinnedGit(["read-tree", "HEAD"], repo, runner);
-    // stat data for the checked-out files (a failure only makes later diffs compare contents)
-    await pinnedGitRun(["update-index", "-q", "--refresh"], repo, runner);
+  const split = readdirSync(adminDir).some((n) => n.startsWith("sharedindex."));
+  if (!split && existsSync(fromAdmin)) {
+    copyFileSync(fromAdmin, index);
+    return repo;
   }
+  await pinnedGit(["read-tree", "HEAD"], repo, runner);
+  // stat data for the checked-out files (a failure only makes later diffs compare contents)
+  await pinnedGitRun(["update-index", "-q", "--refresh"], repo, runner);
   return repo;
 }
 
 /**
  * The real adapter: git worktrees under `os.tmpdir()` named `ratchet-runner-<pid>-…/wt`, with the
  * private git dir beside them (`…/git`). The source's hooks do not run for Ratchet's worktree.
+ * One git process per worktree when the task's base is given (`git worktree add`); without it,
+ * `rev-parse` and `git config` run beside the checkout.
  */
 export function gitWorktrees(runner: ProcessRunner = realProcessRunner): Worktrees {
   return {
-    async create(source) {
+    async create(source, given) {
       const parent = mkdtempSync(join(realpathSync(tmpdir()), `${WORKTREE_PREFIX}${process.pid}-`));
       const path = join(parent, "wt");
       try {
-        const commit = (await git(["rev-parse", "--verify", "HEAD^{commit}"], source, runner)).trim();
-        await git(
-          [
-            "-c",
-            "core.hooksPath=/dev/null",
-            "-c",
-            "core.fsmonitor=false",
-            "worktree",
-            "add",
-            "--detach",
-            path,
-            commit,
-          ],
-          source,
-          runner,
+        const base = await withBase(source, given, runner, (commit) =>
+          git(
+            [
+              "-c",
+              "core.hooksPath=/dev/null",
+              "-c",
+              "core.fsmonitor=false",
+              "worktree",
+              "add",
+              "--detach",
+              path,
+              commit,
+            ],
+            source,
+            runner,
+          ),
         );
         // Read once, now, while nothing but git has written in the worktree.
-        const adminDir = (await git(["rev-parse", "--absolute-git-dir"], path, runner)).trim();
+        const adminDir =
+          adminDirOf(path, base.common) ??
+          (await git(["rev-parse", "--absolute-git-dir"], path, runner)).trim();
         try {
-          const repo = await makePrivateGitDir(source, join(parent, "git"), path, adminDir, commit, runner);
-          return { path, adminDir, git: repo };
+          const repo = await makePrivateGitDir(base, join(parent, "git"), path, adminDir, runner);
+          return { path, adminDir, git: repo, base };
         } catch (err) {
-          await removeWorktree(source, path, adminDir, runner);
+          await removeWorktree(path, adminDir);
           throw err;
         }
       } catch (err) {
@@ -161,22 +308,32 @@ export function gitWorktrees(runner: ProcessRunner = realProcessRunner): Worktre
         throw err;
       }
     },
-    async remove(source, wt) {
-      await removeWorktree(source, wt.path, wt.adminDir, runner);
-      rmSync(resolve(wt.path, ".."), { recursive: true, force: true });
+    async remove(_source, wt) {
+      await removeWorktree(wt.path, wt.adminDir);
+      await rm(resolve(wt.path, ".."), { recursive: true, force: true });
     },
   };
 }
 
 /**
  * Removes a worktree without letting git read its admin folder (a command may have rewritten it):
- * the folders are deleted directly (symlinks in them are unlinked, never followed), then
- * `git worktree prune` drops nothing but the now-missing entry.
+ * the folders are deleted directly (symlinks in them are unlinked, never followed). That is all
+ * `git worktree prune` would do for it (the entry is its admin folder), so git is not run: its
+ * prune would also drop the user's own stale worktree entries, which are not ours to touch. The
+ * `worktrees/` folder goes when it is left empty, as git's prune does.
  */
-async function removeWorktree(source: string, path: string, adminDir: string, runner: ProcessRunner) {
-  rmSync(path, { recursive: true, force: true });
-  rmSync(adminDir, { recursive: true, force: true });
-  await gitRun(["worktree", "prune"], source, runner);
+async function removeWorktree(path: string, adminDir: string): Promise<void> {
+  // off the main thread: the folders go while the task does its next step
+  await Promise.all([
+    rm(path, { recursive: true, force: true }),
+    rm(adminDir, { recursive: true, force: true }),
+  ]);
+  if (basename(dirname(adminDir)) !== "worktrees") return;
+  try {
+    await rmdir(dirname(adminDir));
+  } catch {
+    // not empty (other worktrees) or already gone
+  }
 }
 
 /** What a worktree could change in its source without `git status` noticing. */
@@ -207,39 +364,71 @@ function hashDir(dir: string, prefix = ""): string[] {
 }
 
 /**
- * Takes the snapshot. `ignore`: absolute paths excluded from the worktree list (ours) and from the
- * status (an output folder inside the source).
+ * The linked worktrees of the source as `git worktree list --porcelain` sees them, read from their
+ * admin folders in `<common>/worktrees/`: name, the worktree path (`gitdir`), whether it still
+ * exists (prunable), HEAD and the lock. Entries whose worktree is in `ours` are left out.
+ */
+function worktreeEntries(common: string, ours: readonly string[]): string {
+  const dir = join(common, "worktrees");
+  if (!existsSync(dir)) return "";
+  const read = (f: string) => (existsSync(f) ? readFileSync(f, "utf8") : "-");
+  const out: string[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    const admin = join(dir, name);
+    const gitdir = read(join(admin, "gitdir")).trim();
+    const path = dirname(gitdir);
+    if (ours.includes(path)) continue;
+    const lock = existsSync(join(admin, "locked")) ? `locked ${read(join(admin, "locked"))}` : "unlocked";
+    out.push(`${name}\0${gitdir}\0${existsSync(gitdir)}\0${read(join(admin, "HEAD")).trim()}\0${lock}`);
+  }
+  return out.join("\n");
+}
+
+/**
+ * Takes the snapshot: two git processes (`show-ref --head`, `status`), run side by side; the rest
+ * is read from the files git itself reads (config, hooks, the stash's reflog, the worktrees' admin
+ * folders and `HEAD`). `ignore`: absolute paths excluded from the worktree list (ours) and from
+ * the status (an output folder inside the source). `known`: the layout (from preflight) and the
+ * status preflight just read, so the "before" snapshot does not read them again.
  */
 export async function snapshotSource(
   source: string,
   ignore: readonly string[] = [],
   runner: ProcessRunner = realProcessRunner,
+  known: { layout?: RepoLayout; status?: string } = {},
 ): Promise<SourceSnapshot> {
-  const common = resolve(source, (await git(["rev-parse", "--git-common-dir"], source, runner)).trim());
-  const top = (await git(["rev-parse", "--show-toplevel"], source, runner)).trim();
+  const layout = known.layout ?? (await readRepoLayout(source, runner));
+  const { top, common } = layout;
   const ignoredRel = ignore
     .map((p) => (p.startsWith(`${top}/`) ? p.slice(top.length + 1) : undefined))
     .filter((p): p is string => p !== undefined);
-  const head = (await gitRun(["rev-parse", "HEAD"], source, runner)).stdout.trim();
-  const status = (await git(["status", "--porcelain=v1", "--untracked-files=all"], source, runner))
+  // The stash's entries are the reflog of refs/stash (what `git stash list` prints), a file
+  // unless the refs live in a reftable.
+  const reftable = existsSync(join(common, "reftable"));
+  const [shown, rawStatus, stashList] = await Promise.all([
+    gitRun(["show-ref", "--head"], source, runner),
+    known.status ?? git(["status", "--porcelain=v1", "--untracked-files=all"], source, runner),
+    reftable ? gitRun(["stash", "list"], source, runner) : undefined,
+  ]);
+  const status = rawStatus
     .split("\n")
     .filter((l) => l !== "" && !ignoredRel.some((p) => l.slice(3) === p || l.slice(3).startsWith(`${p}/`)))
     .join("\n");
-  const refs = await git(["for-each-ref", "--format=%(refname) %(objectname)"], source, runner);
+  const lines = shown.stdout.split("\n").filter(Boolean);
+  const head = lines.find((l) => l.endsWith(" HEAD"))?.slice(0, -" HEAD".length) ?? "";
+  const refs = lines.filter((l) => !l.endsWith(" HEAD")).join("\n");
   const configPath = join(common, "config");
   const configHash = existsSync(configPath) ? sha(readFileSync(configPath)) : "";
   const hooks = hashDir(join(common, "hooks")).join("\n");
-  const stash = (await gitRun(["stash", "list"], source, runner)).stdout;
-  const wt = await git(["worktree", "list", "--porcelain"], source, runner);
+  const stashLog = join(common, "logs", "refs", "stash");
+  const stash = stashList ? stashList.stdout : existsSync(stashLog) ? sha(readFileSync(stashLog)) : "";
   const ours = ignore.flatMap((p) => [p, existsSync(p) ? realpathSync(p) : p]);
-  const worktrees = wt
-    .split("\n\n")
-    .filter((block) => {
-      const line = block.split("\n").find((l) => l.startsWith("worktree "));
-      const path = line?.slice("worktree ".length) ?? "";
-      return block.trim() !== "" && !ours.includes(path);
-    })
-    .join("\n\n");
+  // The main worktree's own HEAD file: which branch it is on, not only the commit.
+  const headFile = join(layout.gitDir, "HEAD");
+  const worktrees = [
+    existsSync(headFile) ? readFileSync(headFile, "utf8").trim() : "",
+    worktreeEntries(common, ours),
+  ].join("\n");
   return { head, status, refs, configHash, hooks, stash, worktrees };
 }
 
