@@ -142,7 +142,7 @@ export async function cmdWorker(opts: GlobalOptions & WorkerFlags): Promise<numb
       if (opts.json) out(JSON.stringify({ ok: true, op: "worker", ...summary }));
       else
         out(
-          `worker ${summary.owner} stopped: executed ${JSON.stringify(summary.executed)}, skipped ${summary.skipped}, scheduled ${summary.scheduled}, runner tasks ${JSON.stringify(summary.tasks)}, deferred ${summary.deferred}`,
+          `worker ${summary.owner} stopped: executed ${JSON.stringify(summary.executed)}, skipped ${summary.skipped}, scheduled ${summary.scheduled}, runner tasks ${JSON.stringify(summary.tasks)}, deferred ${summary.deferred}, retried ${summary.retried}`,
         );
       return 0;
     } finally {

@@ -84,3 +84,21 @@ export function parseRunJob(raw: unknown): RunJobPayload {
     step_timeout_seconds: timeout as number | null,
   };
 }
+
+/**
+ * SQLSTATEs of a store call that failed because the database was busy, leaving the session usable:
+ * the statement (or its wait for the workspace write lock) outlasted `statement_timeout` (57014),
+ * a lock was not available (55P03), a serialization failure or deadlock (40001, 40P01). A run job
+ * that meets one before its run is claimed puts the job back instead of failing or stranding it.
+ */
+export const BUSY_SQLSTATES: readonly string[] = ["57014", "55P03", "40001", "40P01"];
+
+/** Whether `e` is a PostgreSQL error of {@link BUSY_SQLSTATES} (a store busy now, worth retrying soon). */
+export function storeBusy(e: unknown): boolean {
+  const code = (e as { name?: unknown; code?: unknown } | null)?.code;
+  return (
+    (e as { name?: unknown } | null)?.name === "PgError" &&
+    typeof code === "string" &&
+    BUSY_SQLSTATES.includes(code)
+  );
+}

@@ -16,13 +16,14 @@ import {
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
+import { ErrorCode, RatchetError } from "../core/index.js";
 import { Ledger } from "../ledger/index.js";
-import { BlobStore, RunStatus, runStoreOf, SqliteStore } from "../store/index.js";
+import { BlobStore, PgError, RunStatus, runStoreOf, SqliteStore } from "../store/index.js";
 import { interruptReason, parseWorkflowText, recoverInterruptedRuns } from "../workflow/index.js";
 import { decodeBundle, encodeBundle, materialiseBundle, putBundle } from "./bundle.js";
 import { compileQueueConfig, loadQueueConfig, requireQueue } from "./config.js";
 import { serialQueueOf } from "./enqueue.js";
-import { checkQueueName, parseRunJob, runTask } from "./jobs.js";
+import { checkQueueName, parseRunJob, runTask, storeBusy } from "./jobs.js";
 import { claimRunnerJob, parseRunnerJob, recoverRunnerTasks, runnerJobEvents } from "./runner-job.js";
 import { slotRunId } from "./schedule.js";
 import { parseThreadTurn, TurnEvent } from "./thread-job.js";
@@ -139,6 +140,17 @@ describe("queue config and jobs", () => {
       { ...ok, step_timeout_seconds: 0 },
     ])
       expect(() => parseRunJob(bad)).toThrow(/payload/);
+  });
+
+  test("a busy store is a lock wait or statement cut by the server, not any failure", () => {
+    const pg = (code: string) => new PgError({ message: `pg ${code}`, code });
+    for (const code of ["57014", "55P03", "40001", "40P01"]) expect(storeBusy(pg(code))).toBe(true);
+    // A lost connection leaves the session unusable; a constraint or syntax error is not the load.
+    for (const code of ["57P01", "08006", "23505", "42601"]) expect(storeBusy(pg(code))).toBe(false);
+    expect(storeBusy(new PgError({ message: "no code" }))).toBe(false);
+    expect(storeBusy(new RatchetError(ErrorCode.Timeout, "bridge did not answer"))).toBe(false);
+    expect(storeBusy(Object.assign(new Error("x"), { code: "57014" }))).toBe(false);
+    expect(storeBusy(undefined)).toBe(false);
   });
 
   test("schedule: five cron fields, checked by graphile's parser, refused naming schedule", () => {

@@ -37,7 +37,14 @@ import {
 } from "../workflow/index.js";
 import { materialiseBundle } from "./bundle.js";
 import { enqueueRunSync, ensureQueueSchema } from "./enqueue.js";
-import { parseRunJob, runTask, SCHEDULE_TASK, type ScheduleJobPayload } from "./jobs.js";
+import {
+  parseRunJob,
+  type RunJobPayload,
+  runTask,
+  SCHEDULE_TASK,
+  type ScheduleJobPayload,
+  storeBusy,
+} from "./jobs.js";
 import { CLAIM_SWEEP_EVERY_MS, JOB_MAX_ATTEMPTS, RECOVER_EVERY_MS, RESCHEDULE_MIN_MS } from "./limits.js";
 import { quietLogger } from "./log.js";
 import {
@@ -110,6 +117,8 @@ export interface WorkerSummary {
   turns: Record<string, number>;
   /** Jobs put back for later because their workflow was at its `concurrency` limit. */
   deferred: number;
+  /** Jobs put back for later because the store was busy before their run was claimed (jobs.ts `storeBusy`). */
+  retried: number;
 }
 
 /** Runs a worker until `stop` (or, with `once`, until nothing is due). */
@@ -122,6 +131,7 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
     skipped: 0,
     scheduled: 0,
     deferred: 0,
+    retried: 0,
     tasks: {},
     turns: {},
   };
@@ -132,10 +142,65 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
   let lastClaimSweep = 0;
   opts.kill?.addEventListener("abort", () => kill.abort(), { once: true });
 
+  /**
+   * Adds the run's job again (same key, `replace`: graphile clears the key of the locked job this
+   * worker is running, so the run keeps exactly one pending job) to run 1–2 s later, in the same
+   * graphile queue (a `serial` workflow's stays serial). Added before the current job completes,
+   * so the run is never without a job; the claim keeps it from running twice.
+   */
+  const putBack = async (job: RunJobPayload, helpers: JobHelpers): Promise<Date> => {
+    const runAt = new Date(Date.now() + RESCHEDULE_MIN_MS + Math.floor(Math.random() * RESCHEDULE_MIN_MS));
+    const queueId = helpers.job.job_queue_id;
+    // graphile's own pool, not the store's session (which may be the busy one).
+    const queueName =
+      queueId === null
+        ? undefined
+        : (
+            await helpers.withPgClient((c) =>
+              c.query<{ queue_name: string }>(
+                "SELECT queue_name FROM graphile_worker._private_job_queues WHERE id = $1",
+                [queueId],
+              ),
+            )
+          ).rows[0]?.queue_name;
+    await helpers.addJob(runTask(opts.queue), job, {
+      jobKey: job.run_id,
+      jobKeyMode: "replace",
+      runAt,
+      maxAttempts: JOB_MAX_ATTEMPTS,
+      ...(queueName ? { queueName } : {}),
+    });
+    lastDeferredAt = Math.max(lastDeferredAt, runAt.getTime());
+    return runAt;
+  };
+  // The store was busy (a lock wait cut by statement_timeout, …) before the run was claimed: the
+  // run stays queued and is taken again in 1–2 s. Throwing instead would hand it to graphile's
+  // backoff (e^attempt s) and, after JOB_MAX_ATTEMPTS, leave the run queued with no live job.
+  const retryBusy = async (job: RunJobPayload, helpers: JobHelpers, e: unknown): Promise<void> => {
+    const runAt = await putBack(job, helpers);
+    summary.retried++;
+    opts.log(
+      `job ${helpers.job.id}: run ${job.run_id} not started, the store is busy (${(e as Error).message}); taken again after ${runAt.toISOString()}`,
+    );
+  };
+  const stillQueued = (runId: string): boolean => {
+    try {
+      return runStoreOf(ctx.store).getRun(runId)?.status === RunStatus.Queued;
+    } catch {
+      return false;
+    }
+  };
+
   const runJob: Task = async (payload, helpers: JobHelpers) => {
     const job = parseRunJob(payload);
     const runs = runStoreOf(ctx.store);
-    const cur = runs.getRun(job.run_id);
+    let cur: ReturnType<typeof runs.getRun>;
+    try {
+      cur = runs.getRun(job.run_id);
+    } catch (e) {
+      if (storeBusy(e)) return retryBusy(job, helpers, e);
+      throw e;
+    }
     if (cur?.status !== RunStatus.Queued) {
       summary.skipped++;
       opts.log(
@@ -171,20 +236,9 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
     } catch (e) {
       const err = toRatchetError(e);
       if (err.code === ErrorCode.IllegalTransition && err.details?.field === "concurrency") {
-        // At the workflow's limit: the run stays queued; a new job (same key: the old one is ours,
-        // locked, so graphile clears its key) takes it again a little later. Added before this job
-        // completes, so the run is never without a job; the claim keeps it from running twice.
-        const runAt = new Date(
-          Date.now() + RESCHEDULE_MIN_MS + Math.floor(Math.random() * RESCHEDULE_MIN_MS),
-        );
-        await helpers.addJob(runTask(opts.queue), job, {
-          jobKey: job.run_id,
-          jobKeyMode: "replace",
-          runAt,
-          maxAttempts: JOB_MAX_ATTEMPTS,
-        });
+        // At the workflow's limit: the run stays queued; a new job takes it again a little later.
+        const runAt = await putBack(job, helpers);
         summary.deferred++;
-        lastDeferredAt = Math.max(lastDeferredAt, runAt.getTime());
         opts.log(`job ${helpers.job.id}: ${err.message}; taken again after ${runAt.toISOString()}`);
         return;
       }
@@ -193,6 +247,8 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
         opts.log(`job ${helpers.job.id}: run ${job.run_id} was claimed elsewhere: not executed`);
         return;
       }
+      // The store was busy before the claim committed (the claim's transaction rolled back whole).
+      if (storeBusy(e) && stillQueued(job.run_id)) return retryBusy(job, helpers, e);
       // Refused before anything ran (variables, secrets, groups on this worker): close it failed.
       closeUnstarted(job.run_id, `the run could not start on ${owner}: ${err.message}`);
     }
@@ -418,9 +474,9 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
       // N single-job drains: each takes jobs until none is due. A drain that put a job back for
       // later (a workflow at its concurrency limit) waits for it and drains again.
       for (;;) {
-        const before = summary.deferred;
+        const before = summary.deferred + summary.retried;
         await Promise.all(Array.from({ length: opts.concurrency }, () => runOnce(common)));
-        if (summary.deferred === before || kill.signal.aborted) break;
+        if (summary.deferred + summary.retried === before || kill.signal.aborted) break;
         await new Promise((r) => setTimeout(r, Math.max(0, lastDeferredAt - Date.now()) + 50));
       }
       return summary;

@@ -6,6 +6,10 @@
  *
  * - 50 queued learned runs on two `ratchet worker` processes: each executed exactly once (run
  *   rows, step rows, events counted), by both workers, zero tokens.
+ * - The workspace write lock held by another session until a claim's wait is cut by the worker's
+ *   statement_timeout (a loaded database): the runs stay queued, are taken again, each passes once.
+ *   (The CI flake: such a cut used to leave the worker's session in an aborted transaction, so it
+ *   failed every job it took and graphile gave up on them — runs queued forever.)
  * - `kill -9` of a worker mid-run: the run ends interrupted (found by the other worker), and the
  *   job handed out again does not execute it a second time.
  * - A stalled worker (SIGSTOP) whose lease expires: another process marks the run interrupted by
@@ -20,6 +24,7 @@ import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { PgStore } from "../../src/store/index.js";
+import { WORKSPACE_WRITE_LOCK } from "../../src/store/postgres/open.js";
 import { type PgCluster, pgAvailable, startPgCluster } from "../harness/pg.js";
 import {
   assertBuilt,
@@ -32,7 +37,8 @@ import {
 } from "../helpers/cli.js";
 import { cliJson, pgRows, queueMachines } from "../helpers/queue-machine.js";
 
-vi.setConfig({ testTimeout: 300_000, hookTimeout: 120_000 });
+const TEST_TIMEOUT_MS = 300_000;
+vi.setConfig({ testTimeout: TEST_TIMEOUT_MS, hookTimeout: 120_000 });
 
 let cluster: PgCluster;
 const dirs: string[] = [];
@@ -79,8 +85,87 @@ async function stopWorker(w: RunningCli): Promise<{ executed: Record<string, num
   return m as { executed: Record<string, number>; skipped: number };
 }
 
+/**
+ * Waits until no run of the database is `queued` or `running`. On a timeout the error carries what
+ * explains it: progress over time, the unfinished runs with their leases, graphile's job rows, and
+ * each worker's exit and log tail (timestamped relative to the start of the wait).
+ */
+async function waitForRuns(
+  url: string,
+  workers: Record<string, RunningCli>,
+  timeoutMs: number,
+): Promise<void> {
+  const t0 = Date.now();
+  const logs: Record<string, string[]> = {};
+  for (const [name, w] of Object.entries(workers)) {
+    const lines: string[] = [];
+    logs[name] = lines;
+    let partial = "";
+    w.child.stderr?.on("data", (c: string | Buffer) => {
+      const parts = (partial + String(c)).split("\n");
+      partial = parts.pop() ?? "";
+      for (const l of parts) lines.push(`+${((Date.now() - t0) / 1000).toFixed(1)}s ${l}`);
+    });
+  }
+  const progress: string[] = [];
+  let last = "";
+  try {
+    await waitFor(
+      () => {
+        const by = rows<{ status: string; n: number }>(
+          url,
+          "SELECT status, COUNT(*)::int AS n FROM workflow_runs GROUP BY status ORDER BY status",
+        );
+        const line = by.map((r) => `${r.status}=${r.n}`).join(" ");
+        if (line !== last) progress.push(`+${((Date.now() - t0) / 1000).toFixed(1)}s ${line}`);
+        last = line;
+        return by.every((r) => r.status !== "queued" && r.status !== "running");
+      },
+      "all runs to finish",
+      timeoutMs,
+      250,
+    );
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n${JSON.stringify(dump(), null, 1)}`);
+  }
+  function dump() {
+    return {
+      progress,
+      unfinished: rows(
+        url,
+        "SELECT run_id, status, owner, started_at, heartbeat_at, lease_expires_at - (extract(epoch FROM now()) * 1000)::bigint AS lease_left_ms FROM workflow_runs WHERE status IN ('queued', 'running') ORDER BY run_id",
+      ),
+      jobs: rows(
+        url,
+        "SELECT id, task_identifier, key, queue_name, attempts, max_attempts, run_at, locked_at, locked_by, last_error, now() AS db_now FROM graphile_worker.jobs ORDER BY id",
+      ),
+      database: rows(
+        url,
+        "SELECT xact_commit, xact_rollback, (SELECT wal_sync FROM pg_stat_wal) AS wal_sync, (SELECT wal_records FROM pg_stat_wal) AS wal_records FROM pg_stat_database WHERE datname = current_database()",
+      ),
+      runTimes: rows(
+        url,
+        "SELECT run_id, owner, started_at, finished_at FROM workflow_runs ORDER BY started_at",
+      ),
+      workers: Object.fromEntries(
+        Object.entries(workers).map(([name, w]) => [
+          name,
+          {
+            exit: w.child.exitCode,
+            signal: w.child.signalCode,
+            stdout: w.stdoutSoFar().slice(-2000),
+            stderr: (logs[name] ?? []).slice(-60),
+          },
+        ]),
+      ),
+    };
+  }
+}
+
 describe.runIf(pgAvailable())("ratchet worker and the queue on PostgreSQL", () => {
   test("50 queued learned runs on two workers in separate folders: each executed exactly once, zero tokens", async () => {
+    // The wait for the runs ends before the test's own timeout, so a slow drain prints its dump.
+    const deadline = Date.now() + TEST_TIMEOUT_MS - 30_000;
     const url = cluster.createDatabase();
     const enq = machine(url, ["pipeline"]);
     const w1 = machine(url);
@@ -100,14 +185,7 @@ describe.runIf(pgAvailable())("ratchet worker and the queue on PostgreSQL", () =
 
     const a = w1.start(["worker", "--concurrency", "2", "--json"]);
     const b = w2.start(["worker", "--concurrency", "2", "--json"]);
-    await waitFor(
-      () =>
-        count(url, "SELECT COUNT(*)::int AS n FROM workflow_runs WHERE status IN ('queued', 'running')") ===
-        0,
-      "all 50 runs to finish",
-      200_000,
-      250,
-    );
+    await waitForRuns(url, { w1: a, w2: b }, Math.max(60_000, deadline - Date.now()));
     const [sa, sb] = [await stopWorker(a), await stopWorker(b)];
     const why = JSON.stringify({
       sa,
@@ -165,6 +243,69 @@ describe.runIf(pgAvailable())("ratchet worker and the queue on PostgreSQL", () =
       await w2.run(["runs", "show", ids[7] as string, "--json"]),
     );
     expect(show.status).toBe("passed");
+  });
+
+  test("the store busy before the claim (the write lock held past statement_timeout): the runs stay queued, are taken again, and each passes once", async () => {
+    const url = cluster.createDatabase();
+    const enq = machine(url, ["pipeline"]);
+    const w = machine(url);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push(await enqueue(enq, [enq.wf("pipeline"), "--group", "small"]));
+    // Another writer holds the workspace write lock (a stalled process on a loaded machine): every
+    // claim waits for it until the worker's statement_timeout (30 s) cuts the wait.
+    const holder = PgStore.open(url);
+    let held = true;
+    try {
+      holder.pg.exec(`BEGIN; SELECT pg_advisory_xact_lock(${WORKSPACE_WRITE_LOCK})`);
+      const a = w.start(["worker", "--concurrency", "2", "--json"]);
+      // The first claim waiting for the lock (its statement's start), then until that wait is cut.
+      const waiting = () =>
+        rows<{ started: string }>(
+          url,
+          "SELECT a.query_start::text AS started FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND NOT l.granted ORDER BY a.query_start",
+        ).map((r) => r.started);
+      let first: string | undefined;
+      await waitFor(
+        () => {
+          first = waiting()[0];
+          return first !== undefined;
+        },
+        "a claim to wait for the held lock",
+        90_000,
+        200,
+      );
+      await waitFor(
+        () => !waiting().includes(first as string),
+        "statement_timeout to cut that wait",
+        90_000,
+        200,
+      );
+      holder.pg.exec("COMMIT");
+      held = false;
+      await waitForRuns(url, { worker: a }, 120_000);
+      const summary = (await stopWorker(a)) as {
+        executed: Record<string, number>;
+        skipped: number;
+        retried: number;
+      };
+      expect(summary.retried).toBeGreaterThanOrEqual(1);
+      expect(summary.executed).toEqual({ passed: 3 });
+      expect(summary.skipped).toBe(0);
+    } finally {
+      if (held) holder.pg.exec("ROLLBACK");
+      holder.close();
+    }
+    expect(rows(url, "SELECT status, COUNT(*)::int AS n FROM workflow_runs GROUP BY status")).toEqual([
+      { status: "passed", n: 3 },
+    ]);
+    const events = Object.fromEntries(
+      rows<{ type: string; n: number }>(
+        url,
+        "SELECT type, COUNT(*)::int AS n FROM events WHERE entity_kind = 'run' GROUP BY type",
+      ).map((r) => [r.type, r.n]),
+    );
+    expect(events).toEqual({ "run.queued": 3, "run.started": 3, "run.step_finished": 6, "run.finished": 3 });
+    expect(count(url, "SELECT COUNT(*)::int AS n FROM graphile_worker._private_jobs")).toBe(0);
   });
 
   test("kill -9 of a worker mid-run: the run ends interrupted once; the job handed out again does not run it twice", async () => {

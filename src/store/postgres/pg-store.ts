@@ -120,9 +120,17 @@ export class PgStore implements Store {
         this.#depth--;
       }
     }
-    this.pg.exec(
-      `BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock(${WORKSPACE_WRITE_LOCK})`,
-    );
+    try {
+      this.pg.exec(
+        `BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock(${WORKSPACE_WRITE_LOCK})`,
+      );
+    } catch (err) {
+      // BEGIN ran but the wait for the lock failed (statement_timeout on a busy database): leave
+      // the aborted block, or every later statement of this session fails ("current transaction
+      // is aborted") and the process can never write again.
+      this.#rollback();
+      throw err;
+    }
     this.#depth = 1;
     let result: T;
     try {
