@@ -12,17 +12,8 @@
  * python3 missing, bubblewrap failing, the tool bridge not starting — or the run was cancelled:
  * nothing is recorded against the script).
  */
-import {
-  copyFileSync,
-  cpSync,
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-} from "node:fs";
+import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFile, cp, mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { helperFiles, JAVASCRIPT_HELPER_FILE, PYTHON_HELPER_FILE } from "../bridge/helper-files.js";
@@ -60,7 +51,7 @@ import {
   stepOutputDir,
   workflowHome,
 } from "./layout.js";
-import { recordScriptRun, SCRIPT_METADATA_FILE } from "./metadata.js";
+import { recordScriptRun, recordScriptRunAsync, SCRIPT_METADATA_FILE, type ScriptRun } from "./metadata.js";
 import { classifyScriptRun, describeScriptFailure, type FailureReason } from "./outcomes.js";
 import { ERROR_MAX_ISSUES, ERROR_TAIL_BYTES, STEP_MAX_CAPTURE_BYTES } from "./run-limits.js";
 import { StepOutcome, type ValidationResult, type Workflow, type WorkflowStep } from "./types.js";
@@ -154,10 +145,12 @@ export interface LearnedStepResult {
   /** The script's own output (stdout and stderr as written, redacted), when it ran. */
   output?: string;
   /**
-   * With `deferMetadata`: writes `script_metadata.json` and sets `metadataRecorded` or
-   * `metadataError`. Never throws.
+   * With `deferMetadata`: writes `script_metadata.json` (on the thread pool) and sets
+   * `metadataRecorded` or `metadataError` once written. Never rejects.
    */
-  recordMetadata?: () => void;
+  recordMetadata?: () => Promise<void>;
+  /** With `deferMetadata`: the removal of the script's private TMPDIR, done after this returns. Never rejects. */
+  tmpRemoved?: Promise<void>;
 }
 
 /** The result of a step whose script did not run (`log` defaults to the error). */
@@ -176,38 +169,81 @@ export function notRun(outcome: StepOutcome, error: string, log = error): Learne
 }
 
 /** Removes everything in `outputDir` except `keep` (the code folder). */
-function cleanExcept(outputDir: string, keep: string): void {
-  for (const name of readdirSync(outputDir)) {
+async function cleanExcept(outputDir: string, keep: string): Promise<void> {
+  for (const name of await readdir(outputDir)) {
     const abs = join(outputDir, name);
-    if (abs !== keep) rmSync(abs, { recursive: true, force: true });
+    if (abs !== keep) await rm(abs, { recursive: true, force: true });
   }
 }
 
 /**
  * Puts the tool bridge's script helper for `language` into `codeDir`, next to the script, so that
  * `from ratchet_tools import call_mcp` (Python runs from `code/`) and
- * `import { callMcp } from "./ratchet-tools.mjs"` work. It replaces a file of the same name from the
- * saved folder: the helper must match the bridge. Never written under `learnings/`, and not part of
- * the saved script (`script_sha256` is the hash of `main.py` / `main.mjs` alone).
+ * `import { callMcp } from "./ratchet-tools.mjs"` work. Only where the helper is not shared (see
+ * {@link sharedHelperDir}). Never written under `learnings/`, and not part of the saved script
+ * (`script_sha256` is the hash of `main.py` / `main.mjs` alone).
  */
-function copyHelper(language: "python" | "javascript", codeDir: string): void {
+async function copyHelper(language: "python" | "javascript", codeDir: string): Promise<void> {
   const helpers = helperFiles();
-  if (language === "python") copyFileSync(helpers.python, join(codeDir, PYTHON_HELPER_FILE));
-  else copyFileSync(helpers.javascript, join(codeDir, JAVASCRIPT_HELPER_FILE));
+  if (language === "python") await copyFile(helpers.python, join(codeDir, PYTHON_HELPER_FILE));
+  else await copyFile(helpers.javascript, join(codeDir, JAVASCRIPT_HELPER_FILE));
 }
 
-/** Copies the saved folder into `codeDir`, leaving out `diffs/`, `script_metadata.json` and the contract. */
-function copySavedFolder(from: string, codeDir: string): void {
-  rmSync(codeDir, { recursive: true, force: true });
-  mkdirSync(codeDir, { recursive: true });
-  // Usually just main.py: plain files are copied one by one (cpSync's per-entry checks cost more
+/**
+ * The folder of the package's own `ratchet_tools.py` when a Python step imports it from there
+ * (on `PYTHONPATH`, one more read root) instead of from a copy in its `code/`: one file less
+ * created per step. Only where the script cannot write there: Python under `ratchet-confine`
+ * (Landlock checks the file's real place, and the launcher refuses metadata calls outside the write
+ * roots), and only when the folder is not a forbidden read and lies outside the runs folder and
+ * `/tmp` (the only write roots a step gets). Elsewhere (JavaScript, whose relative import needs the
+ * file next to the script; bubblewrap; no write protection) the helper is copied as before.
+ */
+export function sharedHelperDir(
+  language: "python" | "javascript",
+  sandbox: SandboxInfo,
+  where: { home: RunHome; forbid: { home?: string | undefined; secretDirs: readonly string[] } },
+): string | undefined {
+  if (language !== "python" || sandbox.python !== "landlock") return undefined;
+  if (confineLauncher(sandbox).kind !== "ratchet-confine") return undefined;
+  const dir = dirname(helperFiles().python);
+  if (isWithin(where.home.runs, dir) || isWithin(dir, where.home.runs) || isWithin(tmpdir(), dir))
+    return undefined;
+  return applyForbidden([dir], where.forbid).length === 1 ? dir : undefined;
+}
+
+/** What no read root of a step may expose: `$HOME`, the workflow's and the workspace's `.ratchet/`. */
+function stepForbid(input: Pick<LearnedStepInput, "workflow" | "baseEnv" | "readPolicy">): {
+  home: string | undefined;
+  secretDirs: string[];
+} {
+  return {
+    home: (input.baseEnv ?? process.env).HOME,
+    secretDirs: [join(workflowHome(input.workflow), ".ratchet"), ...(input.readPolicy?.secretDirs ?? [])],
+  };
+}
+
+/**
+ * Copies the saved folder into `codeDir`, leaving out `diffs/`, `script_metadata.json`, the
+ * contract and a file named like the helper (the helper must match the bridge). The script itself
+ * is written from `script` — the bytes that were reviewed — not read again.
+ */
+async function copySavedFolder(
+  from: string,
+  codeDir: string,
+  script: { name: string; bytes: Buffer; helper: string },
+): Promise<void> {
+  await rm(codeDir, { recursive: true, force: true });
+  await mkdir(codeDir, { recursive: true });
+  await writeFile(join(codeDir, script.name), script.bytes, { flag: "wx" });
+  // Usually just main.py: plain files are copied one by one (cp's per-entry checks cost more
   // than the copy); sub-folders other than diffs/ are copied whole.
-  for (const e of readdirSync(from, { withFileTypes: true })) {
+  for (const e of await readdir(from, { withFileTypes: true })) {
     if (e.name === "diffs" || e.name === SCRIPT_METADATA_FILE || e.name === CONTRACT_FILE) continue;
+    if (e.name === script.name || e.name === script.helper) continue;
     const src = join(from, e.name);
     const dst = join(codeDir, e.name);
-    if (e.isFile()) copyFileSync(src, dst);
-    else if (e.isDirectory()) cpSync(src, dst, { recursive: true });
+    if (e.isFile()) await copyFile(src, dst);
+    else if (e.isDirectory()) await cp(src, dst, { recursive: true });
     // Links are never written by save-back: one found here is not copied (nor followed).
   }
 }
@@ -228,6 +264,8 @@ export interface PreparedStep {
   report: ReviewReport;
   outputDir: string;
   codeDir: string;
+  /** The package's helper folder the script imports `ratchet_tools` from ({@link sharedHelperDir}), when not copied. */
+  helperDir: string | undefined;
 }
 
 /**
@@ -237,7 +275,10 @@ export interface PreparedStep {
  * while the current step's script runs.
  */
 export async function prepareLearnedStep(
-  input: Pick<LearnedStepInput, "workflow" | "step" | "runId" | "home" | "workingCopy" | "review">,
+  input: Pick<
+    LearnedStepInput,
+    "workflow" | "step" | "runId" | "home" | "workingCopy" | "review" | "sandbox" | "baseEnv" | "readPolicy"
+  >,
 ): Promise<PreparedStep | LearnedStepResult> {
   const { workflow: wf, step } = input;
   const savedDir = learningsDir(wf, step.id);
@@ -290,11 +331,18 @@ export async function prepareLearnedStep(
   // 2. Fresh working copy and a clean output folder.
   const outputDir = stepOutputDir(input.home, input.runId, step.id);
   const codeDir = stepCodeDir(input.home, input.runId, step.id);
-  mkdirSync(outputDir, { recursive: true });
-  cleanExcept(outputDir, codeDir);
-  if (!working) copySavedFolder(savedDir, codeDir);
-  copyHelper(saved.language, codeDir);
-  return { kind: "prepared", saved, scriptName, scriptBytes, report, outputDir, codeDir };
+  // On the thread pool: a run prepares the next step while a script runs (the event loop stays free).
+  await mkdir(outputDir, { recursive: true });
+  await cleanExcept(outputDir, codeDir);
+  const helperDir = sharedHelperDir(saved.language, input.sandbox, {
+    home: input.home,
+    forbid: stepForbid(input),
+  });
+  const helper = saved.language === "python" ? PYTHON_HELPER_FILE : JAVASCRIPT_HELPER_FILE;
+  if (!working) await copySavedFolder(savedDir, codeDir, { name: scriptName, bytes: scriptBytes, helper });
+  else if (helperDir) await rm(join(codeDir, helper), { force: true });
+  if (!helperDir) await copyHelper(saved.language, codeDir);
+  return { kind: "prepared", saved, scriptName, scriptBytes, report, outputDir, codeDir, helperDir };
 }
 
 /**
@@ -322,7 +370,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   const working = input.workingCopy === true;
   const ready = await (input.prepared ?? prepareLearnedStep(input));
   if (!("kind" in ready)) return ready;
-  const { saved, scriptName, scriptBytes, report, outputDir, codeDir } = ready;
+  const { saved, scriptName, scriptBytes, report, outputDir, codeDir, helperDir } = ready;
 
   // 3. The interpreter, the tool bridge, the command line under write protection.
   const baseEnv = input.baseEnv ?? process.env;
@@ -351,13 +399,10 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     saved.language === "python"
       ? input.sandbox.python === "landlock"
       : input.sandbox.javascript.startsWith("landlock");
-  const forbid = {
-    home: baseEnv.HOME,
-    secretDirs: [join(workflowHome(wf), ".ratchet"), ...(input.readPolicy?.secretDirs ?? [])],
-  };
+  const forbid = stepForbid(input);
   const ownReadRoots = readRoots({
     interpreters: resolved?.roots ?? [],
-    own: [workflowHome(wf)],
+    own: [workflowHome(wf), ...(helperDir ? [helperDir] : [])],
     extra: input.readPolicy?.readRoots ?? [],
     forbid,
   });
@@ -367,13 +412,30 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   // that signals its parent ends its own step (docs/security.md).
   const fork =
     saved.language === "python" && underLandlock && baseEnv.RATCHET_FORKSERVER === "1"
-      ? await stepForkserver({ input, interpreter, baseEnv, ownReadRoots, forbid, source: scriptBytes })
+      ? await stepForkserver({
+          input,
+          interpreter,
+          baseEnv,
+          ownReadRoots,
+          forbid,
+          source: scriptBytes,
+          helperDir,
+        })
       : undefined;
   let tmpDir = underLandlock
     ? mkdtempSync(join(fork instanceof Forkserver && fork.tmpRoot ? fork.tmpRoot : tmpdir(), stepDirPrefix()))
     : undefined;
   const dropTmp = (): void => {
     if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
+  };
+  // Once the script is gone: in a run, off the critical path (the run waits for it before it ends).
+  let tmpRemoved: Promise<void> | undefined;
+  const dropTmpLater = (): void => {
+    if (!input.deferMetadata || !tmpDir) {
+      dropTmp();
+      return;
+    }
+    tmpRemoved = rm(tmpDir, { recursive: true, force: true }).catch(() => {});
   };
   const stepEnv = (): Record<string, string> =>
     buildEnv({
@@ -384,6 +446,8 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
         ...input.secrets,
         ...(bridge ? { MCP_API_URL: bridge.url, MCP_API_TOKEN: bridge.token } : {}),
         ...(tmpDir ? { TMPDIR: tmpDir } : {}),
+        // The shared helper (sys.path[1], before the standard library, as a copy in code/ was sys.path[0]).
+        ...(helperDir ? { PYTHONPATH: helperDir } : {}),
         PYTHONDONTWRITEBYTECODE: "1",
         // Keeps stdout and stderr in the order the script wrote them in the captured log.
         PYTHONUNBUFFERED: "1",
@@ -465,7 +529,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   }
   const raw: RunResult = await running;
   live?.flush();
-  dropTmp();
+  dropTmpLater();
   // The launcher's own time limit (v2) ends the script with exit 124 and its one line.
   const r: RunResult = launcherTimedOut(wrapped, raw.exitCode, raw.stderr) ? { ...raw, timedOut: true } : raw;
   const durationMs = r.durationMs;
@@ -496,6 +560,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
       ),
       durationMs,
       protection: wrapped.protection,
+      ...(tmpRemoved ? { tmpRemoved } : {}),
     };
   }
 
@@ -533,31 +598,39 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     review: report,
     nonZeroAccepted: c.nonZeroAccepted,
     output,
+    ...(tmpRemoved ? { tmpRemoved } : {}),
   };
   if (working) return result;
-  const record = (): void => {
+  const scriptRun: ScriptRun = {
+    stepId: step.id,
+    scriptBytes,
+    success: c.success,
+    exitCode: r.exitCode,
+    durationMs: Math.round(durationMs),
+    groupName: input.groupName,
+    runFolder: outputDir,
+    failureReason: c.failureReason,
+    errorSummary: error,
+    locked: step.agent_configs.lock_code === true,
+    now: new Date(started + durationMs),
+  };
+  const history = historyDir(input.home, wf, step.id);
+  const noteFailure = (e: unknown): void => {
+    result.metadataError = `script_metadata.json not updated: ${e instanceof Error ? e.message : String(e)}`;
+    result.log += `\n[${result.metadataError}]`;
+  };
+  if (input.deferMetadata)
+    result.recordMetadata = () =>
+      recordScriptRunAsync(history, scriptRun).then(() => {
+        result.metadataRecorded = true;
+      }, noteFailure);
+  else
     try {
-      recordScriptRun(historyDir(input.home, wf, step.id), {
-        stepId: step.id,
-        scriptBytes,
-        success: c.success,
-        exitCode: r.exitCode,
-        durationMs: Math.round(durationMs),
-        groupName: input.groupName,
-        runFolder: outputDir,
-        failureReason: c.failureReason,
-        errorSummary: error,
-        locked: step.agent_configs.lock_code === true,
-        now: new Date(started + durationMs),
-      });
+      recordScriptRun(history, scriptRun);
       result.metadataRecorded = true;
     } catch (e) {
-      result.metadataError = `script_metadata.json not updated: ${e instanceof Error ? e.message : String(e)}`;
-      result.log += `\n[${result.metadataError}]`;
+      noteFailure(e);
     }
-  };
-  if (input.deferMetadata) result.recordMetadata = record;
-  else record();
   return result;
 }
 
@@ -619,6 +692,8 @@ async function stepForkserver(o: {
   ownReadRoots: readonly string[];
   forbid: { home?: string | undefined; secretDirs: readonly string[] };
   source: Buffer;
+  /** On the server's `PYTHONPATH` too: its children keep the server's `sys.path` after `[0]`. */
+  helperDir: string | undefined;
 }): Promise<Forkserver | { fallback: string }> {
   const { input } = o;
   if (o.baseEnv.RATCHET_NO_FORKSERVER === "1") return { fallback: "RATCHET_NO_FORKSERVER=1" };
@@ -639,7 +714,11 @@ async function stepForkserver(o: {
   const env = buildEnv({
     inherit: "minimal",
     base: o.baseEnv,
-    set: { PYTHONDONTWRITEBYTECODE: "1", PYTHONUNBUFFERED: "1" },
+    set: {
+      PYTHONDONTWRITEBYTECODE: "1",
+      PYTHONUNBUFFERED: "1",
+      ...(o.helperDir ? { PYTHONPATH: o.helperDir } : {}),
+    },
   });
   const reads = [...o.ownReadRoots, runs];
   const key = JSON.stringify([launcher.path, o.interpreter, reads, runs, Object.entries(env).sort()]);
