@@ -363,6 +363,19 @@ export function dependencyReadRoots(
   });
 }
 
+let lastReadRoots: { key: string; roots: string[] } | undefined;
+
+/**
+ * {@link readRoots}, computed once per run for the same inputs (every step of a plain workflow
+ * has the same ones; each computation checks ~40 paths). Never across runs: a folder added to the
+ * workflow's home between two runs is a read root of the next one.
+ */
+function runReadRoots(runId: string, spec: Parameters<typeof readRoots>[0]): string[] {
+  const key = JSON.stringify([runId, spec]);
+  if (lastReadRoots?.key !== key) lastReadRoots = { key, roots: readRoots(spec) };
+  return [...lastReadRoots.roots];
+}
+
 /** Runs one `learn_code` step's saved script. Never throws for a failure of the step itself. */
 export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedStepResult> {
   const { workflow: wf, step, redactor } = input;
@@ -400,7 +413,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
       ? input.sandbox.python === "landlock"
       : input.sandbox.javascript.startsWith("landlock");
   const forbid = stepForbid(input);
-  const ownReadRoots = readRoots({
+  const ownReadRoots = runReadRoots(input.runId, {
     interpreters: resolved?.roots ?? [],
     own: [workflowHome(wf), ...(helperDir ? [helperDir] : [])],
     extra: input.readPolicy?.readRoots ?? [],
