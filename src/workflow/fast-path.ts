@@ -397,15 +397,11 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     const error = `harness failure: could not start the script: command not found: python3 (searched PATH=${baseEnv.PATH ?? "<unset>"}); nothing was recorded against the script`;
     return notRun(StepOutcome.HarnessFailed, error, `${shownCmd}\n${error}`);
   }
-  let bridge: BridgeEndpoint | undefined;
-  try {
-    bridge = typeof input.bridge === "function" ? await input.bridge() : input.bridge;
-  } catch (e) {
-    const error = redactor.redact(
-      `harness failure: ${e instanceof Error ? e.message : String(e)}; nothing was recorded against the script`,
-    );
-    return notRun(StepOutcome.HarnessFailed, error, `${shownCmd}\n${error}`);
-  }
+  // The bridge starts (on a run's first script) while the pre-started interpreter below does;
+  // it is awaited before anything of the step is created.
+  const bridgeReady: Promise<BridgeEndpoint | undefined> =
+    typeof input.bridge === "function" ? input.bridge() : Promise.resolve(input.bridge);
+  bridgeReady.catch(() => {});
   // Under Landlock /tmp stays read-only: the script gets a private TMPDIR, removed after it ends
   // (by the launcher even when Ratchet is killed; its name carries our pid for the next run's sweep).
   const underLandlock =
@@ -435,6 +431,15 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
           helperDir,
         })
       : undefined;
+  let bridge: BridgeEndpoint | undefined;
+  try {
+    bridge = await bridgeReady;
+  } catch (e) {
+    const error = redactor.redact(
+      `harness failure: ${e instanceof Error ? e.message : String(e)}; nothing was recorded against the script`,
+    );
+    return notRun(StepOutcome.HarnessFailed, error, `${shownCmd}\n${error}`);
+  }
   let tmpDir = underLandlock
     ? mkdtempSync(join(fork instanceof Forkserver && fork.tmpRoot ? fork.tmpRoot : tmpdir(), stepDirPrefix()))
     : undefined;
