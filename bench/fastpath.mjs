@@ -12,8 +12,11 @@
 //  the same run with RATCHET_NO_FORKSERVER=1 (a plain start through the launcher per step) is
 //  measured in the same rounds. Target (issue 19): ≤ 0.5 with the forkserver. Also reported: per-step overhead in ms, with and without the sandbox, and the
 //  ratio when scripts run under bubblewrap instead of ratchet-confine (Landlock).
+//  BENCH_BEFORE_BIN=<another checkout>/bin/ratchet.js adds that build's forkserver run to every
+//  round (its own workspace, the same workflow, interleaved with this build's): before/after in
+//  the same conditions.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { BIN, fmt, median, report, tempDir, timeProcess } from "./lib.mjs";
 
@@ -92,12 +95,21 @@ function ratchetRun(env) {
   });
 }
 
+// The build to compare with, in a workspace of its own (its store, its migrations).
+const BEFORE = process.env.BENCH_BEFORE_BIN;
+const before = BEFORE ? { bin: BEFORE, ws: tempDir("fastpath-before") } : undefined;
+if (before) {
+  const r = spawnSync(process.execPath, [before.bin, "init"], { cwd: before.ws, encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`ratchet init (before) failed: ${r.stderr}`);
+  cpSync(home, join(before.ws, "fast"), { recursive: true });
+}
+
 /** A forkserver run with `--json`: wall time, the steps' own durations (request to exit), CPU. */
-function forkRun() {
+function forkRun(side = { bin: BIN, ws }) {
   const cpu = childCpuMs();
   const t = performance.now();
-  const r = spawnSync(process.execPath, [BIN, "run", join(home, "workflow.yaml"), "--json"], {
-    cwd: ws,
+  const r = spawnSync(process.execPath, [side.bin, "run", join(side.ws, "fast", "workflow.yaml"), "--json"], {
+    cwd: side.ws,
     encoding: "utf8",
     env: { ...process.env, PATH, RATCHET_FORKSERVER: "1" },
   });
@@ -113,12 +125,14 @@ function forkRun() {
 // Warm-up (file cache, Python's own caches, the sandbox probe), then interleaved rounds.
 bare();
 ratchetRun({ RATCHET_FORKSERVER: "1" });
+if (before) forkRun(before);
 const bareMs = [];
 const bareCpu = [];
 const sandboxedMs = [];
 const scriptsMs = [];
 const ownMs = [];
 const forkCpu = [];
+const beforeRuns = [];
 const noForkMs = [];
 const plainMs = [];
 const bwrapMs = [];
@@ -127,11 +141,14 @@ for (let i = 0; i < ROUNDS; i++) {
   const cpu = childCpuMs();
   bareMs.push(bare());
   bareCpu.push(childCpuMs() - cpu);
+  const b = before && i % 2 === 1 ? forkRun(before) : undefined;
   const f = forkRun();
+  const b2 = before && i % 2 === 0 ? forkRun(before) : undefined;
   sandboxedMs.push(f.wall);
   scriptsMs.push(f.scripts);
   ownMs.push(f.wall - f.scripts);
   forkCpu.push(f.cpu);
+  for (const x of [b, b2]) if (x) beforeRuns.push(x);
   noForkMs.push(ratchetRun({ RATCHET_NO_FORKSERVER: "1" }));
   plainMs.push(ratchetRun({ RATCHET_SANDBOX: "off" }));
   if (bwrapWorks) bwrapMs.push(ratchetRun({ RATCHET_SANDBOX: "bubblewrap" }));
@@ -175,6 +192,19 @@ report("fastpath", {
   "CPU per step, forkserver run: ratchet + what it waited for (ms, median)": median(forkCpu) / STEPS,
   "CPU per step, bare python3 (ms, median)": median(bareCpu) / STEPS,
   "per-step overhead, unsandboxed (ms)": (without - base) / STEPS,
+  ...(before
+    ? {
+        "before: build": before.bin,
+        "before: ratchet run, forkserver (ms, median)": median(beforeRuns.map((x) => x.wall)),
+        "before: ratio / bare": median(beforeRuns.map((x) => x.wall)) / base,
+        "before: per step, the script (ms, median)": median(beforeRuns.map((x) => x.scripts)) / STEPS,
+        "before: per step, Ratchet's own work (ms, median)":
+          median(beforeRuns.map((x) => x.wall - x.scripts)) / STEPS,
+        "before: CPU per step, ratchet + what it waited for (ms, median)":
+          median(beforeRuns.map((x) => x.cpu)) / STEPS,
+        "after / before, ratchet run (median)": withSandbox / median(beforeRuns.map((x) => x.wall)),
+      }
+    : {}),
   [`target ratio <= ${TARGET}`]: ratio <= TARGET ? "met" : "MISSED",
 });
 console.log(`  (ratio ${fmt(ratio)} against a target of ${TARGET})`);
