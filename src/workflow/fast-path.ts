@@ -12,7 +12,16 @@
  * python3 missing, bubblewrap failing, the tool bridge not starting — or the run was cancelled:
  * nothing is recorded against the script).
  */
-import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+} from "node:fs";
 import { copyFile, cp, mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
@@ -255,6 +264,22 @@ function formatFindings(r: ReviewReport): string {
     .join("\n");
 }
 
+/** The bytes of `path` when it is a regular file (not a link, not a special file); else undefined. */
+function readRegularFile(path: string): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ELOOP") return undefined;
+    throw e;
+  }
+  try {
+    return fstatSync(fd).isFile() ? readFileSync(fd) : undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** A learned step made ready to run: reviewed, copied into `code/`, its output folder clean. */
 export interface PreparedStep {
   kind: "prepared";
@@ -304,13 +329,15 @@ export async function prepareLearnedStep(
       );
   }
   const scriptName = saved.language === "python" ? "main.py" : "main.mjs";
-  // Save-back writes regular files only; a link planted in the saved folder is never followed.
-  if (!lstatSync(saved.path).isFile())
+  // Save-back writes regular files only; a link planted in the saved folder is never followed. One
+  // open (no link followed, no FIFO waited on) checks and reads the same file: nothing can be
+  // swapped in between the check and the read.
+  const scriptBytes = readRegularFile(saved.path);
+  if (!scriptBytes)
     return notRun(
       StepOutcome.MissingScript,
       `${relative(workflowHome(wf), saved.path)} is not a regular file (a link or a special file)`,
     );
-  const scriptBytes = readFileSync(saved.path);
 
   // 1. Static review: blocking findings refuse the fast path (a run never repairs).
   const declared = [
