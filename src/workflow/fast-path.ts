@@ -13,16 +13,16 @@
  * nothing is recorded against the script).
  */
 import {
-  copyFileSync,
-  cpSync,
+  closeSync,
+  constants,
   existsSync,
-  lstatSync,
-  mkdirSync,
+  fstatSync,
   mkdtempSync,
-  readdirSync,
+  openSync,
   readFileSync,
   rmSync,
 } from "node:fs";
+import { copyFile, cp, mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { helperFiles, JAVASCRIPT_HELPER_FILE, PYTHON_HELPER_FILE } from "../bridge/helper-files.js";
@@ -60,7 +60,7 @@ import {
   stepOutputDir,
   workflowHome,
 } from "./layout.js";
-import { recordScriptRun, SCRIPT_METADATA_FILE } from "./metadata.js";
+import { recordScriptRun, recordScriptRunAsync, SCRIPT_METADATA_FILE, type ScriptRun } from "./metadata.js";
 import { classifyScriptRun, describeScriptFailure, type FailureReason } from "./outcomes.js";
 import { ERROR_MAX_ISSUES, ERROR_TAIL_BYTES, STEP_MAX_CAPTURE_BYTES } from "./run-limits.js";
 import { StepOutcome, type ValidationResult, type Workflow, type WorkflowStep } from "./types.js";
@@ -154,10 +154,12 @@ export interface LearnedStepResult {
   /** The script's own output (stdout and stderr as written, redacted), when it ran. */
   output?: string;
   /**
-   * With `deferMetadata`: writes `script_metadata.json` and sets `metadataRecorded` or
-   * `metadataError`. Never throws.
+   * With `deferMetadata`: writes `script_metadata.json` (on the thread pool) and sets
+   * `metadataRecorded` or `metadataError` once written. Never rejects.
    */
-  recordMetadata?: () => void;
+  recordMetadata?: () => Promise<void>;
+  /** With `deferMetadata`: the removal of the script's private TMPDIR, done after this returns. Never rejects. */
+  tmpRemoved?: Promise<void>;
 }
 
 /** The result of a step whose script did not run (`log` defaults to the error). */
@@ -176,38 +178,81 @@ export function notRun(outcome: StepOutcome, error: string, log = error): Learne
 }
 
 /** Removes everything in `outputDir` except `keep` (the code folder). */
-function cleanExcept(outputDir: string, keep: string): void {
-  for (const name of readdirSync(outputDir)) {
+async function cleanExcept(outputDir: string, keep: string): Promise<void> {
+  for (const name of await readdir(outputDir)) {
     const abs = join(outputDir, name);
-    if (abs !== keep) rmSync(abs, { recursive: true, force: true });
+    if (abs !== keep) await rm(abs, { recursive: true, force: true });
   }
 }
 
 /**
  * Puts the tool bridge's script helper for `language` into `codeDir`, next to the script, so that
  * `from ratchet_tools import call_mcp` (Python runs from `code/`) and
- * `import { callMcp } from "./ratchet-tools.mjs"` work. It replaces a file of the same name from the
- * saved folder: the helper must match the bridge. Never written under `learnings/`, and not part of
- * the saved script (`script_sha256` is the hash of `main.py` / `main.mjs` alone).
+ * `import { callMcp } from "./ratchet-tools.mjs"` work. Only where the helper is not shared (see
+ * {@link sharedHelperDir}). Never written under `learnings/`, and not part of the saved script
+ * (`script_sha256` is the hash of `main.py` / `main.mjs` alone).
  */
-function copyHelper(language: "python" | "javascript", codeDir: string): void {
+async function copyHelper(language: "python" | "javascript", codeDir: string): Promise<void> {
   const helpers = helperFiles();
-  if (language === "python") copyFileSync(helpers.python, join(codeDir, PYTHON_HELPER_FILE));
-  else copyFileSync(helpers.javascript, join(codeDir, JAVASCRIPT_HELPER_FILE));
+  if (language === "python") await copyFile(helpers.python, join(codeDir, PYTHON_HELPER_FILE));
+  else await copyFile(helpers.javascript, join(codeDir, JAVASCRIPT_HELPER_FILE));
 }
 
-/** Copies the saved folder into `codeDir`, leaving out `diffs/`, `script_metadata.json` and the contract. */
-function copySavedFolder(from: string, codeDir: string): void {
-  rmSync(codeDir, { recursive: true, force: true });
-  mkdirSync(codeDir, { recursive: true });
-  // Usually just main.py: plain files are copied one by one (cpSync's per-entry checks cost more
+/**
+ * The folder of the package's own `ratchet_tools.py` when a Python step imports it from there
+ * (on `PYTHONPATH`, one more read root) instead of from a copy in its `code/`: one file less
+ * created per step. Only where the script cannot write there: Python under `ratchet-confine`
+ * (Landlock checks the file's real place, and the launcher refuses metadata calls outside the write
+ * roots), and only when the folder is not a forbidden read and lies outside the runs folder and
+ * `/tmp` (the only write roots a step gets). Elsewhere (JavaScript, whose relative import needs the
+ * file next to the script; bubblewrap; no write protection) the helper is copied as before.
+ */
+export function sharedHelperDir(
+  language: "python" | "javascript",
+  sandbox: SandboxInfo,
+  where: { home: RunHome; forbid: { home?: string | undefined; secretDirs: readonly string[] } },
+): string | undefined {
+  if (language !== "python" || sandbox.python !== "landlock") return undefined;
+  if (confineLauncher(sandbox).kind !== "ratchet-confine") return undefined;
+  const dir = dirname(helperFiles().python);
+  if (isWithin(where.home.runs, dir) || isWithin(dir, where.home.runs) || isWithin(tmpdir(), dir))
+    return undefined;
+  return applyForbidden([dir], where.forbid).length === 1 ? dir : undefined;
+}
+
+/** What no read root of a step may expose: `$HOME`, the workflow's and the workspace's `.ratchet/`. */
+function stepForbid(input: Pick<LearnedStepInput, "workflow" | "baseEnv" | "readPolicy">): {
+  home: string | undefined;
+  secretDirs: string[];
+} {
+  return {
+    home: (input.baseEnv ?? process.env).HOME,
+    secretDirs: [join(workflowHome(input.workflow), ".ratchet"), ...(input.readPolicy?.secretDirs ?? [])],
+  };
+}
+
+/**
+ * Copies the saved folder into `codeDir`, leaving out `diffs/`, `script_metadata.json`, the
+ * contract and a file named like the helper (the helper must match the bridge). The script itself
+ * is written from `script` — the bytes that were reviewed — not read again.
+ */
+async function copySavedFolder(
+  from: string,
+  codeDir: string,
+  script: { name: string; bytes: Buffer; helper: string },
+): Promise<void> {
+  await rm(codeDir, { recursive: true, force: true });
+  await mkdir(codeDir, { recursive: true });
+  await writeFile(join(codeDir, script.name), script.bytes, { flag: "wx" });
+  // Usually just main.py: plain files are copied one by one (cp's per-entry checks cost more
   // than the copy); sub-folders other than diffs/ are copied whole.
-  for (const e of readdirSync(from, { withFileTypes: true })) {
+  for (const e of await readdir(from, { withFileTypes: true })) {
     if (e.name === "diffs" || e.name === SCRIPT_METADATA_FILE || e.name === CONTRACT_FILE) continue;
+    if (e.name === script.name || e.name === script.helper) continue;
     const src = join(from, e.name);
     const dst = join(codeDir, e.name);
-    if (e.isFile()) copyFileSync(src, dst);
-    else if (e.isDirectory()) cpSync(src, dst, { recursive: true });
+    if (e.isFile()) await copyFile(src, dst);
+    else if (e.isDirectory()) await cp(src, dst, { recursive: true });
     // Links are never written by save-back: one found here is not copied (nor followed).
   }
 }
@@ -219,6 +264,22 @@ function formatFindings(r: ReviewReport): string {
     .join("\n");
 }
 
+/** The bytes of `path` when it is a regular file (not a link, not a special file); else undefined. */
+function readRegularFile(path: string): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ELOOP") return undefined;
+    throw e;
+  }
+  try {
+    return fstatSync(fd).isFile() ? readFileSync(fd) : undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** A learned step made ready to run: reviewed, copied into `code/`, its output folder clean. */
 export interface PreparedStep {
   kind: "prepared";
@@ -228,6 +289,8 @@ export interface PreparedStep {
   report: ReviewReport;
   outputDir: string;
   codeDir: string;
+  /** The package's helper folder the script imports `ratchet_tools` from ({@link sharedHelperDir}), when not copied. */
+  helperDir: string | undefined;
 }
 
 /**
@@ -237,7 +300,10 @@ export interface PreparedStep {
  * while the current step's script runs.
  */
 export async function prepareLearnedStep(
-  input: Pick<LearnedStepInput, "workflow" | "step" | "runId" | "home" | "workingCopy" | "review">,
+  input: Pick<
+    LearnedStepInput,
+    "workflow" | "step" | "runId" | "home" | "workingCopy" | "review" | "sandbox" | "baseEnv" | "readPolicy"
+  >,
 ): Promise<PreparedStep | LearnedStepResult> {
   const { workflow: wf, step } = input;
   const savedDir = learningsDir(wf, step.id);
@@ -263,13 +329,15 @@ export async function prepareLearnedStep(
       );
   }
   const scriptName = saved.language === "python" ? "main.py" : "main.mjs";
-  // Save-back writes regular files only; a link planted in the saved folder is never followed.
-  if (!lstatSync(saved.path).isFile())
+  // Save-back writes regular files only; a link planted in the saved folder is never followed. One
+  // open (no link followed, no FIFO waited on) checks and reads the same file: nothing can be
+  // swapped in between the check and the read.
+  const scriptBytes = readRegularFile(saved.path);
+  if (!scriptBytes)
     return notRun(
       StepOutcome.MissingScript,
       `${relative(workflowHome(wf), saved.path)} is not a regular file (a link or a special file)`,
     );
-  const scriptBytes = readFileSync(saved.path);
 
   // 1. Static review: blocking findings refuse the fast path (a run never repairs).
   const declared = [
@@ -290,11 +358,18 @@ export async function prepareLearnedStep(
   // 2. Fresh working copy and a clean output folder.
   const outputDir = stepOutputDir(input.home, input.runId, step.id);
   const codeDir = stepCodeDir(input.home, input.runId, step.id);
-  mkdirSync(outputDir, { recursive: true });
-  cleanExcept(outputDir, codeDir);
-  if (!working) copySavedFolder(savedDir, codeDir);
-  copyHelper(saved.language, codeDir);
-  return { kind: "prepared", saved, scriptName, scriptBytes, report, outputDir, codeDir };
+  // On the thread pool: a run prepares the next step while a script runs (the event loop stays free).
+  await mkdir(outputDir, { recursive: true });
+  await cleanExcept(outputDir, codeDir);
+  const helperDir = sharedHelperDir(saved.language, input.sandbox, {
+    home: input.home,
+    forbid: stepForbid(input),
+  });
+  const helper = saved.language === "python" ? PYTHON_HELPER_FILE : JAVASCRIPT_HELPER_FILE;
+  if (!working) await copySavedFolder(savedDir, codeDir, { name: scriptName, bytes: scriptBytes, helper });
+  else if (helperDir) await rm(join(codeDir, helper), { force: true });
+  if (!helperDir) await copyHelper(saved.language, codeDir);
+  return { kind: "prepared", saved, scriptName, scriptBytes, report, outputDir, codeDir, helperDir };
 }
 
 /**
@@ -315,6 +390,19 @@ export function dependencyReadRoots(
   });
 }
 
+let lastReadRoots: { key: string; roots: string[] } | undefined;
+
+/**
+ * {@link readRoots}, computed once per run for the same inputs (every step of a plain workflow
+ * has the same ones; each computation checks ~40 paths). Never across runs: a folder added to the
+ * workflow's home between two runs is a read root of the next one.
+ */
+function runReadRoots(runId: string, spec: Parameters<typeof readRoots>[0]): string[] {
+  const key = JSON.stringify([runId, spec]);
+  if (lastReadRoots?.key !== key) lastReadRoots = { key, roots: readRoots(spec) };
+  return [...lastReadRoots.roots];
+}
+
 /** Runs one `learn_code` step's saved script. Never throws for a failure of the step itself. */
 export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedStepResult> {
   const { workflow: wf, step, redactor } = input;
@@ -322,7 +410,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   const working = input.workingCopy === true;
   const ready = await (input.prepared ?? prepareLearnedStep(input));
   if (!("kind" in ready)) return ready;
-  const { saved, scriptName, scriptBytes, report, outputDir, codeDir } = ready;
+  const { saved, scriptName, scriptBytes, report, outputDir, codeDir, helperDir } = ready;
 
   // 3. The interpreter, the tool bridge, the command line under write protection.
   const baseEnv = input.baseEnv ?? process.env;
@@ -336,28 +424,21 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     const error = `harness failure: could not start the script: command not found: python3 (searched PATH=${baseEnv.PATH ?? "<unset>"}); nothing was recorded against the script`;
     return notRun(StepOutcome.HarnessFailed, error, `${shownCmd}\n${error}`);
   }
-  let bridge: BridgeEndpoint | undefined;
-  try {
-    bridge = typeof input.bridge === "function" ? await input.bridge() : input.bridge;
-  } catch (e) {
-    const error = redactor.redact(
-      `harness failure: ${e instanceof Error ? e.message : String(e)}; nothing was recorded against the script`,
-    );
-    return notRun(StepOutcome.HarnessFailed, error, `${shownCmd}\n${error}`);
-  }
+  // The bridge starts (on a run's first script) while the pre-started interpreter below does;
+  // it is awaited before anything of the step is created.
+  const bridgeReady: Promise<BridgeEndpoint | undefined> =
+    typeof input.bridge === "function" ? input.bridge() : Promise.resolve(input.bridge);
+  bridgeReady.catch(() => {});
   // Under Landlock /tmp stays read-only: the script gets a private TMPDIR, removed after it ends
   // (by the launcher even when Ratchet is killed; its name carries our pid for the next run's sweep).
   const underLandlock =
     saved.language === "python"
       ? input.sandbox.python === "landlock"
       : input.sandbox.javascript.startsWith("landlock");
-  const forbid = {
-    home: baseEnv.HOME,
-    secretDirs: [join(workflowHome(wf), ".ratchet"), ...(input.readPolicy?.secretDirs ?? [])],
-  };
-  const ownReadRoots = readRoots({
+  const forbid = stepForbid(input);
+  const ownReadRoots = runReadRoots(input.runId, {
     interpreters: resolved?.roots ?? [],
-    own: [workflowHome(wf)],
+    own: [workflowHome(wf), ...(helperDir ? [helperDir] : [])],
     extra: input.readPolicy?.readRoots ?? [],
     forbid,
   });
@@ -365,13 +446,39 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   // default for Python under ratchet-confine, off with `RATCHET_NO_FORKSERVER=1` (docs/security.md).
   const fork =
     saved.language === "python" && underLandlock
-      ? await stepForkserver({ input, interpreter, baseEnv, ownReadRoots, forbid, source: scriptBytes })
+      ? await stepForkserver({
+          input,
+          interpreter,
+          baseEnv,
+          ownReadRoots,
+          forbid,
+          source: scriptBytes,
+          helperDir,
+        })
       : undefined;
+  let bridge: BridgeEndpoint | undefined;
+  try {
+    bridge = await bridgeReady;
+  } catch (e) {
+    const error = redactor.redact(
+      `harness failure: ${e instanceof Error ? e.message : String(e)}; nothing was recorded against the script`,
+    );
+    return notRun(StepOutcome.HarnessFailed, error, `${shownCmd}\n${error}`);
+  }
   let tmpDir = underLandlock
     ? mkdtempSync(join(fork instanceof Forkserver && fork.tmpRoot ? fork.tmpRoot : tmpdir(), stepDirPrefix()))
     : undefined;
   const dropTmp = (): void => {
     if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
+  };
+  // Once the script is gone: in a run, off the critical path (the run waits for it before it ends).
+  let tmpRemoved: Promise<void> | undefined;
+  const dropTmpLater = (): void => {
+    if (!input.deferMetadata || !tmpDir) {
+      dropTmp();
+      return;
+    }
+    tmpRemoved = rm(tmpDir, { recursive: true, force: true }).catch(() => {});
   };
   const stepEnv = (): Record<string, string> =>
     buildEnv({
@@ -382,6 +489,8 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
         ...input.secrets,
         ...(bridge ? { MCP_API_URL: bridge.url, MCP_API_TOKEN: bridge.token } : {}),
         ...(tmpDir ? { TMPDIR: tmpDir } : {}),
+        // The shared helper (sys.path[1], before the standard library, as a copy in code/ was sys.path[0]).
+        ...(helperDir ? { PYTHONPATH: helperDir } : {}),
         PYTHONDONTWRITEBYTECODE: "1",
         // Keeps stdout and stderr in the order the script wrote them in the captured log.
         PYTHONUNBUFFERED: "1",
@@ -463,7 +572,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   }
   const raw: RunResult = await running;
   live?.flush();
-  dropTmp();
+  dropTmpLater();
   // The launcher's own time limit (v2) ends the script with exit 124 and its one line.
   const r: RunResult = launcherTimedOut(wrapped, raw.exitCode, raw.stderr) ? { ...raw, timedOut: true } : raw;
   const durationMs = r.durationMs;
@@ -494,6 +603,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
       ),
       durationMs,
       protection: wrapped.protection,
+      ...(tmpRemoved ? { tmpRemoved } : {}),
     };
   }
 
@@ -531,31 +641,39 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     review: report,
     nonZeroAccepted: c.nonZeroAccepted,
     output,
+    ...(tmpRemoved ? { tmpRemoved } : {}),
   };
   if (working) return result;
-  const record = (): void => {
+  const scriptRun: ScriptRun = {
+    stepId: step.id,
+    scriptBytes,
+    success: c.success,
+    exitCode: r.exitCode,
+    durationMs: Math.round(durationMs),
+    groupName: input.groupName,
+    runFolder: outputDir,
+    failureReason: c.failureReason,
+    errorSummary: error,
+    locked: step.agent_configs.lock_code === true,
+    now: new Date(started + durationMs),
+  };
+  const history = historyDir(input.home, wf, step.id);
+  const noteFailure = (e: unknown): void => {
+    result.metadataError = `script_metadata.json not updated: ${e instanceof Error ? e.message : String(e)}`;
+    result.log += `\n[${result.metadataError}]`;
+  };
+  if (input.deferMetadata)
+    result.recordMetadata = () =>
+      recordScriptRunAsync(history, scriptRun).then(() => {
+        result.metadataRecorded = true;
+      }, noteFailure);
+  else
     try {
-      recordScriptRun(historyDir(input.home, wf, step.id), {
-        stepId: step.id,
-        scriptBytes,
-        success: c.success,
-        exitCode: r.exitCode,
-        durationMs: Math.round(durationMs),
-        groupName: input.groupName,
-        runFolder: outputDir,
-        failureReason: c.failureReason,
-        errorSummary: error,
-        locked: step.agent_configs.lock_code === true,
-        now: new Date(started + durationMs),
-      });
+      recordScriptRun(history, scriptRun);
       result.metadataRecorded = true;
     } catch (e) {
-      result.metadataError = `script_metadata.json not updated: ${e instanceof Error ? e.message : String(e)}`;
-      result.log += `\n[${result.metadataError}]`;
+      noteFailure(e);
     }
-  };
-  if (input.deferMetadata) result.recordMetadata = record;
-  else record();
   return result;
 }
 
@@ -617,6 +735,8 @@ async function stepForkserver(o: {
   ownReadRoots: readonly string[];
   forbid: { home?: string | undefined; secretDirs: readonly string[] };
   source: Buffer;
+  /** On the server's `PYTHONPATH` too: its children keep the server's `sys.path` after `[0]`. */
+  helperDir: string | undefined;
 }): Promise<Forkserver | { fallback: string }> {
   const { input } = o;
   if (o.baseEnv.RATCHET_NO_FORKSERVER === "1") return { fallback: "RATCHET_NO_FORKSERVER=1" };
@@ -637,7 +757,11 @@ async function stepForkserver(o: {
   const env = buildEnv({
     inherit: "minimal",
     base: o.baseEnv,
-    set: { PYTHONDONTWRITEBYTECODE: "1", PYTHONUNBUFFERED: "1" },
+    set: {
+      PYTHONDONTWRITEBYTECODE: "1",
+      PYTHONUNBUFFERED: "1",
+      ...(o.helperDir ? { PYTHONPATH: o.helperDir } : {}),
+    },
   });
   const reads = [...o.ownReadRoots, runs];
   const key = JSON.stringify([launcher.path, o.interpreter, reads, runs, Object.entries(env).sort()]);

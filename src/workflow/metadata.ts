@@ -21,6 +21,7 @@ import {
   rmSync,
   writeSync,
 } from "node:fs";
+import { mkdir, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { ErrorCode, RatchetError } from "../core/errors.js";
 import { ERROR_SNIPPET_MAX_CHARS, LOCKED_FAILURES_BEFORE_REVIEW, RECENT_RUNS_KEPT } from "./limits.js";
@@ -268,6 +269,31 @@ export function writeFileAtomic(
   }
 }
 
+/**
+ * {@link writeFileAtomic} with `durable: false`, on libuv's thread pool: the same steps (temp file
+ * in the same folder, `fdatasync`, rename), so the same guarantee (a reader sees the old or the new
+ * file; a power cut may lose the last rename), without holding the event loop while the file
+ * system commits. A run writes `script_metadata.json` this way while the next script runs.
+ */
+export async function writeFileAtomicAsync(path: string, data: string): Promise<void> {
+  const dir = dirname(path);
+  await mkdir(dir, { recursive: true });
+  const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
+  try {
+    const fh = await open(tmp, "wx", 0o644);
+    try {
+      await fh.writeFile(data, "utf8");
+      await fh.datasync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, path);
+  } catch (e) {
+    await rm(tmp, { force: true });
+    throw e;
+  }
+}
+
 function write(dir: string, meta: ScriptMetadata, opts: { durable?: boolean } = {}): void {
   writeFileAtomic(metadataFile(dir), `${JSON.stringify(meta, null, 2)}\n`, opts);
 }
@@ -295,6 +321,20 @@ function readOrSetAside(dir: string, now: Date): ScriptMetadata | undefined {
 export function recordScriptRun(learningsStepDir: string, run: ScriptRun): ScriptMetadata {
   const next = applyRun(readOrSetAside(learningsStepDir, run.now), run);
   write(learningsStepDir, next, { durable: false });
+  return next;
+}
+
+/**
+ * {@link recordScriptRun} with the write on the thread pool ({@link writeFileAtomicAsync}); the
+ * read of the previous record stays synchronous (one small file, already cached).
+ * @throws RatchetError `unreadable_input` (as a rejection) when the existing file cannot be read.
+ */
+export async function recordScriptRunAsync(
+  learningsStepDir: string,
+  run: ScriptRun,
+): Promise<ScriptMetadata> {
+  const next = applyRun(readOrSetAside(learningsStepDir, run.now), run);
+  await writeFileAtomicAsync(metadataFile(learningsStepDir), `${JSON.stringify(next, null, 2)}\n`);
   return next;
 }
 

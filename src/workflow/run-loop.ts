@@ -75,6 +75,7 @@ export async function runSteps(run: RunState): Promise<void> {
   } finally {
     try {
       run.deferred.flush();
+      await run.deferred.settle();
       await run.nextStep.discardAhead();
     } finally {
       await run.runBridge?.close();
@@ -202,6 +203,7 @@ async function runLearnedScript(
     ...(prepared ? { prepared } : {}),
   });
   start();
+  if (result.tmpRemoved) run.deferred.track(result.tmpRemoved);
   const ran = takeOrchestrator(run, result);
   if (run.opts.signal?.aborted) run.cancelled = true;
   return ran;
@@ -246,6 +248,9 @@ function prepareNext(run: RunState, i: number): void {
       runId: run.runId,
       home: run.setup.home,
       review: run.review,
+      sandbox: run.setup.sandbox,
+      baseEnv: run.env,
+      readPolicy: run.setup.readPolicy,
     }),
   );
 }

@@ -7,9 +7,13 @@ import { rmSync } from "node:fs";
 import type { LearnedStepResult, PreparedStep } from "./fast-path.js";
 import type { RunContext, StepReport } from "./runs.js";
 
-/** The previous learned step's metadata write, done while the next script runs (or before anything else). */
+/**
+ * The previous learned step's metadata write, started while the next script runs (or before
+ * anything else) and done on the thread pool; {@link settle} waits for every write started.
+ */
 export class DeferredMetadata {
-  #pending: { record: () => void; result: LearnedStepResult; report: StepReport } | undefined;
+  #pending: { record: () => Promise<void>; result: LearnedStepResult; report: StepReport } | undefined;
+  readonly #writing = new Set<Promise<void>>();
 
   constructor(private readonly ctx: RunContext) {}
 
@@ -18,19 +22,40 @@ export class DeferredMetadata {
     if (result.recordMetadata) this.#pending = { record: result.recordMetadata, result, report };
   }
 
-  /** Writes the held metadata now; a failed write is noted on its ledger step. Never throws for that. */
+  /**
+   * Starts the held metadata write; once it is done the report says whether it was recorded and a
+   * failed write is noted on its ledger step. Never throws for that.
+   */
   flush(): void {
     const d = this.#pending;
     this.#pending = undefined;
     if (!d) return;
-    d.record();
-    d.report.metadata_recorded = d.result.metadataRecorded;
-    if (d.result.metadataError) {
-      const note = `[${d.result.metadataError}]`;
+    const writing = d.record().then(() => {
+      d.report.metadata_recorded = d.result.metadataRecorded;
+      if (d.result.metadataError) this.#note(d.report.ledger_step_id, `[${d.result.metadataError}]`);
+    });
+    this.track(writing);
+  }
+
+  /** Also waits, in {@link settle}, for `work` (a step's TMPDIR removal). `work` must not reject. */
+  track(work: Promise<void>): void {
+    this.#writing.add(work);
+    void work.finally(() => this.#writing.delete(work));
+  }
+
+  /** Waits for every write started by {@link flush} (a run does not end before its metadata is written). */
+  async settle(): Promise<void> {
+    while (this.#writing.size > 0) await Promise.allSettled([...this.#writing]);
+  }
+
+  #note(ledgerStepId: string, note: string): void {
+    try {
       this.ctx.store.tx(() => {
-        const row = this.ctx.store.getStep(d.report.ledger_step_id);
+        const row = this.ctx.store.getStep(ledgerStepId);
         if (row) this.ctx.ledger.addLog(row, "run", note);
       });
+    } catch {
+      // the store is gone (the run is failing for that reason): the run's own error is reported
     }
   }
 }
