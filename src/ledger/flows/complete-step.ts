@@ -36,10 +36,10 @@ export function completeStep(
         display: true,
         ...(opts.log.full !== undefined ? { full: opts.log.full } : {}),
       });
-    const patch: Partial<StepRow> = {
-      summary: l.red(input.summary) ?? step.summary,
-      agent_output: l.red(input.agent_output) ?? step.agent_output,
-    };
+    // Columns are written only when given (an unchanged column costs the update its bytes).
+    const patch: Partial<StepRow> = {};
+    if (input.summary !== undefined) patch.summary = l.redactor.redact(input.summary);
+    if (input.agent_output !== undefined) patch.agent_output = l.redactor.redact(input.agent_output);
     if (opts.exitCode !== undefined) patch.exit_code = opts.exitCode;
     l.writeMove(step, StepStatus.Completed, patch);
     const rollup = l.rollUpPlan(step.plan_id, read);

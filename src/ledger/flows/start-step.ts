@@ -27,7 +27,8 @@ export function startStep(l: LedgerCore, input: StartInput) {
     }
     const patch: Partial<StepRow> = {};
     if (input.type) patch.type = input.type;
-    patch.agent_input = l.red(input.agent_input) ?? step.agent_input;
+    // Columns are written only when given (an unchanged column costs the update its bytes).
+    if (input.agent_input !== undefined) patch.agent_input = l.redactor.redact(input.agent_input);
     const lease = l.lease(input.lease_seconds);
     patch.lease_holder = lease.lease_holder;
     patch.lease_expires_at = lease.lease_expires_at;
