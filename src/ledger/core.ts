@@ -21,7 +21,7 @@ import {
   systemClock,
   utf8Length,
 } from "../core/index.js";
-import type { Blobs, PlanRow, StepRow, Store } from "../store/index.js";
+import type { Blobs, PlanRow, StepForMove, StepRow, Store } from "../store/index.js";
 import { LedgerEvent, PLAN_MOVE_EVENT, STEP_MOVE_EVENT } from "./events.js";
 import { childStepId, reviewStepId } from "./ids.js";
 import type { StepSpecInput } from "./inputs.js";
@@ -136,6 +136,36 @@ export class LedgerCore {
     }
   }
 
+  /**
+   * The reads of a guarded step transition in one statement ({@link Store.stepForMove}), with the
+   * refusals of `requireStep`, `refuseReviewStep` (naming `op`) and `checkOpenPlan`, in that order.
+   * `rollup`: also read the roll-up's cheap exit, for a move out of the open states (complete, fail)
+   * whose {@link rollUpPlan} is given the result.
+   */
+  stepToMove(stepId: string, op: string, doing: string, rollup: boolean): StepForMove {
+    const r = this.store.stepForMove(stepId, rollup);
+    if (r === undefined)
+      throw new RatchetError(ErrorCode.StepNotFound, `step ${stepId} not found (field \`step_id\`)`, {
+        stepId,
+        field: "step_id",
+      });
+    const step = r.step;
+    this.refuseReviewStep(step, op);
+    const status = r.planStatus;
+    if (status === undefined)
+      throw new RatchetError(ErrorCode.PlanNotFound, `plan ${step.plan_id} not found`, {
+        planId: step.plan_id,
+      });
+    if (status !== PlanStatus.InProgress) {
+      throw new RatchetError(
+        ErrorCode.IllegalTransition,
+        `plan ${step.plan_id} is ${status}: cannot ${doing} ${step.step_id}`,
+        { planId: step.plan_id, from: status, breaker: "soft" },
+      );
+    }
+    return r;
+  }
+
   refuseReviewStep(step: StepRow, doing: string): void {
     if (step.role === StepRole.Review) {
       throw new RatchetError(
@@ -154,6 +184,23 @@ export class LedgerCore {
     patch: Partial<StepRow> = {},
     payload: Record<string, unknown> = {},
   ): StepRow {
+    const next = this.writeMove(step, to, patch, payload);
+    const moved = {} as Record<string, unknown>;
+    for (const k in step) moved[k] = (step as unknown as Record<string, unknown>)[k];
+    for (const k in next) moved[k] = (next as Record<string, unknown>)[k];
+    return moved as unknown as StepRow;
+  }
+
+  /**
+   * {@link moveStep} without building the moved row: the guarded move, its row update and its
+   * event, returning the columns written (the caller's patch with the status and stamps).
+   */
+  writeMove(
+    step: StepRow,
+    to: StepStatus,
+    patch: Partial<StepRow> = {},
+    payload: Record<string, unknown> = {},
+  ): Partial<StepRow> {
     checkStepMove(step.step_id, step.status, to);
     const now = this.now();
     // Copied key by key: an object spread of the caller's patch took V8's slow path here.
@@ -178,10 +225,7 @@ export class LedgerCore {
       type: STEP_MOVE_EVENT[to] ?? LedgerEvent.StepReopened,
       payload: withMove(step.status, to, payload),
     });
-    const moved = {} as Record<string, unknown>;
-    for (const k in step) moved[k] = (step as unknown as Record<string, unknown>)[k];
-    for (const k in next) moved[k] = (next as Record<string, unknown>)[k];
-    return moved as unknown as StepRow;
+    return next;
   }
 
   movePlan(plan: PlanRow, to: PlanStatus, payload: Record<string, unknown> = {}): void {
@@ -305,18 +349,26 @@ export class LedgerCore {
   }
 
   /** Runs the roll-up for a plan after a non-review transition, inside the caller's transaction. */
-  rollUpPlan(planId: string, known?: PlanRow | "open"): RollupReport {
+  rollUpPlan(planId: string, known?: PlanRow | "open" | StepForMove): RollupReport {
     // `known` is the plan row the caller read in this same transaction (saves a lookup), or "open":
     // the caller checked in this transaction that the plan is IN_PROGRESS (`checkOpenPlan`), and
-    // the row is read only when the cheap exit below does not apply.
-    const known_ = known === "open" ? undefined : (known ?? this.requirePlan(planId));
-    const reviewId = reviewStepId(planId);
+    // the row is read only when the cheap exit below does not apply; or the `stepToMove` read (with
+    // `rollup`) of the step the caller just moved out of the open states: the plan was open, and
+    // its cheap-exit reads, taken under the same write lock before the move, are the reads after
+    // it (the moved step was the only row of the plan changed in between, and it is no longer open).
+    const probe = known !== undefined && known !== "open" && "step" in known ? known : undefined;
+    const known_ =
+      known === undefined
+        ? this.requirePlan(planId)
+        : known === "open" || probe
+          ? undefined
+          : (known as PlanRow);
     const report: RollupReport = { plan_status: known_ ? known_.status : PlanStatus.InProgress };
     if (report.plan_status !== PlanStatus.InProgress) return report;
     // Cheap exit for the common case: regular work still open.
     const store = this.store;
-    if (store.hasOpenSteps(planId)) {
-      const status = store.stepStatus(reviewId);
+    if (probe ? probe.othersOpen : store.hasOpenSteps(planId)) {
+      const status = probe ? probe.reviewStatus : store.stepStatus(reviewStepId(planId));
       if (status !== undefined) report.review_status = status;
       return report;
     }

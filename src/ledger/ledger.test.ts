@@ -759,6 +759,49 @@ describe("NEEDS_REVIEW hand-off (registered-project plan)", () => {
     expect(fx.store.getPlan(p.id)).toMatchObject({ status: "IN_PROGRESS", revision_count: 1 });
   });
 
+  it("steps closing newest first, then a parent before its deviation child: only the last closing hands off, once", () => {
+    // complete/fail read the roll-up's cheap exit with the step, before its move (one statement):
+    // the step itself must not count as open, and every other open step must.
+    const fx = setup();
+    const p = projectPlan(fx, 3);
+    const [a, b, c] = p.steps as [string, string, string];
+    const since = fx.store.lastEventId();
+    expect(done(fx, c)).toMatchObject({ plan_status: "IN_PROGRESS", review_status: "PENDING" });
+    expect(done(fx, a)).not.toHaveProperty("needs_agent_review");
+    fx.ledger.start({ step_id: b });
+    fx.ledger.deviate({
+      parent_step_id: b,
+      justification: "one more",
+      sub_steps: [{ title: "x", type: "CODE" }],
+    });
+    // B closes while its child B.1 (the newest row) is open: no hand-off.
+    expect(fx.ledger.complete({ step_id: b })).toEqual({
+      step_id: b,
+      plan_id: p.id,
+      status: "COMPLETED",
+      plan_status: "IN_PROGRESS",
+      review_status: "PENDING",
+    });
+    expect(done(fx, `${b}.1`)).toMatchObject({ needs_agent_review: true, review_status: "NEEDS_REVIEW" });
+    expect(eventsSince(fx, since).filter((e) => e.startsWith("plan.needs_review"))).toEqual([
+      `plan.needs_review ${p.id}`,
+    ]);
+    expect(fx.store.getPlan(p.id)?.revision_count).toBe(2);
+  });
+
+  it("a failure read before its move: the last open step failing fails the plan; an earlier one does not", () => {
+    const fx = setup();
+    const p = plan(fx, 2);
+    const [a, b] = p.steps as [string, string];
+    expect(failed(fx, b)).toMatchObject({
+      status: "FAILED",
+      plan_status: "IN_PROGRESS",
+      review_status: "PENDING",
+    });
+    expect(failed(fx, a)).toMatchObject({ plan_status: "FAILED", review_status: "FAILED" });
+    expect(fx.store.getPlan(p.id)?.status).toBe("FAILED");
+  });
+
   it("child start + complete → review and plan COMPLETED", () => {
     const fx = setup();
     const p = projectPlan(fx);

@@ -251,6 +251,41 @@ describe.each(IMPLS)("Store contract: $name", (impl) => {
       expect(s.planStatus("p")).toBe(s.getPlan("p")?.status);
       expect(s.planStatus("ghost")).toBeUndefined();
       expect(s.getStep("ghost")).toBeUndefined();
+      // stepForMove: in one statement, what the separate reads give (the roll-up's "others open"
+      // is hasOpenSteps with the step itself taken as closed).
+      const open = (id: string) =>
+        s
+          .stepsOfPlan("p")
+          .some(
+            (x) =>
+              x.role === "regular" &&
+              x.step_id !== id &&
+              ["PENDING", "IN_PROGRESS", "NEEDS_REVIEW"].includes(x.status),
+          );
+      for (const id of ["p-A", "p-B", "p-A.1", "p-A.2", "p-REVIEW"]) {
+        const m = s.stepForMove(id, true);
+        expect(m?.step).toEqual(s.getStep(id));
+        expect(Object.keys(m?.step ?? {})).toEqual(Object.keys(s.getStep(id) ?? {}));
+        expect(m).toMatchObject({ planStatus: s.planStatus("p"), reviewStatus: s.stepStatus("p-REVIEW") });
+        expect(m?.othersOpen).toBe(open(id));
+        expect(s.stepForMove(id, false)).toEqual({
+          step: s.getStep(id),
+          planStatus: s.planStatus("p"),
+          othersOpen: false,
+          reviewStatus: undefined,
+        });
+      }
+      expect(s.stepForMove("ghost", true)).toBeUndefined();
+      // The last open regular step: the plan has open work, but none besides it.
+      s.tx(() => {
+        for (const x of s.stepsOfPlan("p"))
+          if (x.role === "regular" && x.step_id !== "p-B") s.updateStep(x.step_id, { status: "COMPLETED" });
+      });
+      expect(s.hasOpenSteps("p")).toBe(true);
+      expect(s.stepForMove("p-B", true)?.othersOpen).toBe(false);
+      expect(s.stepForMove("p-A", true)?.othersOpen).toBe(true);
+      s.tx(() => s.updatePlan("p", { status: "FAILED" }));
+      expect(s.stepForMove("p-B", true)?.planStatus).toBe("FAILED");
       // A step of an unknown plan is refused (foreign key), like SQLite's foreign_keys = ON.
       expect(() => s.tx(() => s.insertStep(step("ghost", "A")))).toThrow();
     }),

@@ -61,6 +61,7 @@ export type {
   PlanRow,
   ProjectRow,
   SkillRow,
+  StepForMove,
   StepLogRow,
   StepPatch,
   StepRow,

@@ -159,6 +159,21 @@ export type PlanPatch = Partial<Omit<PlanRow, "plan_id" | "created_at">>;
 export type StepPatch = Partial<Omit<StepRow, "step_id" | "plan_id" | "created_at">>;
 
 /**
+ * A step read with what a transition of it checks, in one statement ({@link Store.stepForMove}).
+ * `othersOpen` and `reviewStatus` are read only when asked (`rollup`): what the roll-up's cheap exit
+ * needs after the step leaves the open states (complete, fail), read before the step's own write.
+ */
+export interface StepForMove {
+  step: StepRow;
+  /** The status of the step's plan (undefined: no plan row). */
+  planStatus: string | undefined;
+  /** With `rollup`: whether a non-review step of the plan other than this one is open. */
+  othersOpen: boolean;
+  /** With `rollup`: the status of the plan's review step `<plan>-REVIEW` (undefined: none). */
+  reviewStatus: string | undefined;
+}
+
+/**
  * The store contract. Reads may run anywhere; writes run inside {@link Store.tx}, which holds the
  * database write lock (`BEGIN IMMEDIATE`) so a change and its event commit together or not at all.
  */
@@ -193,6 +208,12 @@ export interface Store {
   hasOpenSteps(planId: string): boolean;
   stepStatus(stepId: string): string | undefined;
   planStatus(planId: string): string | undefined;
+  /**
+   * The step, its plan's status and (with `rollup`) the roll-up's cheap-exit reads, in one
+   * statement: `getStep` + `planStatus` (+ `hasOpenSteps` of the plan but this step, + `stepStatus`
+   * of `<plan>-REVIEW`). Undefined when the step does not exist.
+   */
+  stepForMove(stepId: string, rollup: boolean): StepForMove | undefined;
   /** Clears the leases still held by steps of a plan (called when the plan closes). */
   releaseLeases(planId: string): number;
   /** IN_PROGRESS steps whose lease expired before `nowMs`. */

@@ -20,9 +20,8 @@ export function completeStep(
   opts: { viaRun?: boolean; exitCode?: number; log?: { kind: string; text: string; full?: string } } = {},
 ) {
   return l.store.tx(() => {
-    const step = l.requireStep(input.step_id);
-    l.refuseReviewStep(step, "complete-step");
-    l.checkOpenPlan(step.plan_id, `complete step ${step.step_id}`);
+    const read = l.stepToMove(input.step_id, "complete-step", "complete step", true);
+    const step = read.step;
     if (step.type === StepType.Command && !opts.viaRun && !l.hasExitFooter(step, input.log_context)) {
       throw new RatchetError(
         ErrorCode.CompleteOnCommand,
@@ -37,14 +36,14 @@ export function completeStep(
         display: true,
         ...(opts.log.full !== undefined ? { full: opts.log.full } : {}),
       });
-    const patch: Partial<StepRow> = {
-      summary: l.red(input.summary) ?? step.summary,
-      agent_output: l.red(input.agent_output) ?? step.agent_output,
-    };
+    // Columns are written only when given (an unchanged column costs the update its bytes).
+    const patch: Partial<StepRow> = {};
+    if (input.summary !== undefined) patch.summary = l.redactor.redact(input.summary);
+    if (input.agent_output !== undefined) patch.agent_output = l.redactor.redact(input.agent_output);
     if (opts.exitCode !== undefined) patch.exit_code = opts.exitCode;
-    const moved = l.moveStep(step, StepStatus.Completed, patch);
-    const rollup = l.rollUpPlan(step.plan_id, "open");
-    return { step_id: step.step_id, plan_id: step.plan_id, status: moved.status, ...rollup };
+    l.writeMove(step, StepStatus.Completed, patch);
+    const rollup = l.rollUpPlan(step.plan_id, read);
+    return { step_id: step.step_id, plan_id: step.plan_id, status: StepStatus.Completed, ...rollup };
   });
 }
 

@@ -18,9 +18,8 @@ export function failStep(
   opts: { exitCode?: number; log?: { kind: string; text: string; full?: string } } = {},
 ) {
   return l.store.tx(() => {
-    const step = l.requireStep(input.step_id);
-    l.refuseReviewStep(step, "fail-step");
-    l.checkOpenPlan(step.plan_id, `fail step ${step.step_id}`);
+    const read = l.stepToMove(input.step_id, "fail-step", "fail step", true);
+    const step = read.step;
     checkStepMove(step.step_id, step.status, StepStatus.Failed);
     if (input.log_context) l.addLog(step, "fail", input.log_context);
     if (opts.log)
@@ -30,7 +29,7 @@ export function failStep(
       });
     // The original's log line for the op (run-step's failures carry their output log instead).
     else if (input.reason) l.addLog(step, "fail", `[FAILED] ${input.reason}`);
-    const moved = l.moveStep(
+    const moved = l.writeMove(
       step,
       StepStatus.Failed,
       {
@@ -39,12 +38,12 @@ export function failStep(
       },
       input.reason ? { reason: l.red(input.reason) } : {},
     );
-    const rollup = l.rollUpPlan(step.plan_id, "open");
+    const rollup = l.rollUpPlan(step.plan_id, read);
     return {
       step_id: step.step_id,
       plan_id: step.plan_id,
-      status: moved.status,
-      reason: moved.failure_reason,
+      status: StepStatus.Failed,
+      reason: moved.failure_reason ?? null,
       ...rollup,
     };
   });

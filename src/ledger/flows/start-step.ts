@@ -17,9 +17,7 @@ export type StartInput = Infer<typeof StartInput>;
 
 export function startStep(l: LedgerCore, input: StartInput) {
   return l.store.tx(() => {
-    const step = l.requireStep(input.step_id);
-    l.refuseReviewStep(step, "start-step");
-    l.checkOpenPlan(step.plan_id, `start step ${step.step_id}`);
+    const { step } = l.stepToMove(input.step_id, "start-step", "start step", false);
     if ((input.type ?? step.type) === StepType.Command) {
       throw new RatchetError(
         ErrorCode.CompleteOnCommand,
@@ -29,20 +27,21 @@ export function startStep(l: LedgerCore, input: StartInput) {
     }
     const patch: Partial<StepRow> = {};
     if (input.type) patch.type = input.type;
-    patch.agent_input = l.red(input.agent_input) ?? step.agent_input;
+    // Columns are written only when given (an unchanged column costs the update its bytes).
+    if (input.agent_input !== undefined) patch.agent_input = l.redactor.redact(input.agent_input);
     const lease = l.lease(input.lease_seconds);
     patch.lease_holder = lease.lease_holder;
     patch.lease_expires_at = lease.lease_expires_at;
     patch.heartbeat_at = lease.heartbeat_at;
-    const moved = l.moveStep(step, StepStatus.InProgress, patch, { lease_holder: l.holder });
-    if (input.log_context) l.addLog(moved, "start", input.log_context);
+    const moved = l.writeMove(step, StepStatus.InProgress, patch, { lease_holder: l.holder });
+    if (input.log_context) l.addLog(step, "start", input.log_context);
     return {
       step_id: step.step_id,
       plan_id: step.plan_id,
-      status: moved.status,
-      type: moved.type,
-      lease_holder: moved.lease_holder,
-      lease_expires_at: iso(moved.lease_expires_at ?? 0),
+      status: StepStatus.InProgress,
+      type: moved.type ?? step.type,
+      lease_holder: lease.lease_holder,
+      lease_expires_at: iso(lease.lease_expires_at),
     };
   });
 }

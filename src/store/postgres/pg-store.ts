@@ -12,6 +12,7 @@ import type {
   PlanRow,
   ProjectRow,
   SkillRow,
+  StepForMove,
   StepLogRow,
   StepPatch,
   StepRow,
@@ -320,6 +321,27 @@ export class PgStore implements Store {
 
   planStatus(planId: string): string | undefined {
     return this.#first<{ status: string }>("SELECT status FROM plans WHERE plan_id = $1", [planId])?.status;
+  }
+
+  stepForMove(stepId: string, rollup: boolean): StepForMove | undefined {
+    // One statement, as on SQLite (sqlite-store.ts STEP_FOR_MOVE): the step's columns, its plan's
+    // status and, for the roll-up, another open regular step and `<plan>-REVIEW`'s status.
+    const extra = rollup
+      ? ", (SELECT 1 FROM steps o WHERE o.plan_id = s.plan_id AND o.role = 'regular' AND o.step_id <> s.step_id AND o.status IN ('PENDING', 'IN_PROGRESS', 'NEEDS_REVIEW') LIMIT 1) AS others_open_, (SELECT r.status FROM steps r WHERE r.step_id = s.plan_id || '-REVIEW') AS review_status_"
+      : "";
+    const r = this.#first<Record<string, unknown>>(
+      `SELECT ${STEP_COLUMNS.map((c) => `s.${c}`).join(", ")}, (SELECT p.status FROM plans p WHERE p.plan_id = s.plan_id) AS plan_status_${extra} FROM steps s WHERE s.step_id = $1`,
+      [stepId],
+    );
+    if (r === undefined) return undefined;
+    const step: Record<string, unknown> = {};
+    for (const c of STEP_COLUMNS) step[c] = r[c];
+    return {
+      step: step as unknown as StepRow,
+      planStatus: (r.plan_status_ ?? undefined) as string | undefined,
+      othersOpen: rollup && r.others_open_ != null,
+      reviewStatus: rollup ? ((r.review_status_ ?? undefined) as string | undefined) : undefined,
+    };
   }
 
   releaseLeases(planId: string): number {

@@ -13,6 +13,7 @@ import type {
   PlanRow,
   ProjectRow,
   SkillRow,
+  StepForMove,
   StepLogRow,
   StepPatch,
   StepRow,
@@ -67,6 +68,13 @@ function stepFrom(r: unknown[]): StepRow {
 }
 /** The step columns a read returns (every `StepRow` field; never `reserve`). */
 const STEP_SELECT = `SELECT ${STEP_COLUMNS.join(", ")} FROM steps`;
+/**
+ * {@link SqliteStore.stepForMove}: the step's columns (aliased `s`), its plan's status, and with the
+ * roll-up's reads the first other open regular step (newest first, as `hasOpenSteps`) and the
+ * status of `<plan>-REVIEW` (the id rule of ledger/ids.ts `reviewStepId`).
+ */
+const STEP_FOR_MOVE = `SELECT ${STEP_COLUMNS.map((c) => `s.${c}`).join(", ")}, (SELECT status FROM plans WHERE plan_id = s.plan_id)`;
+const STEP_FOR_MOVE_ROLLUP = `${STEP_FOR_MOVE}, (SELECT 1 FROM steps o WHERE o.plan_id = s.plan_id AND o.role = 'regular' AND o.step_id <> s.step_id AND (o.status = 'PENDING' OR o.status = 'IN_PROGRESS' OR o.status = 'NEEDS_REVIEW') ORDER BY o.rowid DESC LIMIT 1), (SELECT status FROM steps WHERE step_id = s.plan_id || '-REVIEW')`;
 const EVENT_FIELDS = "id, at, entity_kind, entity_id, plan_id, type, payload";
 /** Run starts of a plan's events read per statement (sqlite-store.ts, #planEvents). */
 const RUN_STARTS_PAGE = 256;
@@ -409,6 +417,20 @@ export class SqliteStore implements Store {
 
   planStatus(planId: string): string | undefined {
     return this.#pluck("SELECT status FROM plans WHERE plan_id = ?").get(planId) as string | undefined;
+  }
+
+  stepForMove(stepId: string, rollup: boolean): StepForMove | undefined {
+    const r = this.#raw(
+      `${rollup ? STEP_FOR_MOVE_ROLLUP : STEP_FOR_MOVE} FROM steps s WHERE s.step_id = ?`,
+    ).get(stepId) as unknown[] | undefined;
+    if (r === undefined) return undefined;
+    const n = STEP_COLUMNS.length;
+    return {
+      step: stepFrom(r),
+      planStatus: (r[n] ?? undefined) as string | undefined,
+      othersOpen: rollup && r[n + 1] === 1,
+      reviewStatus: rollup ? ((r[n + 2] ?? undefined) as string | undefined) : undefined,
+    };
   }
 
   releaseLeases(planId: string): number {
