@@ -21,7 +21,7 @@ import {
   systemClock,
   utf8Length,
 } from "../core/index.js";
-import type { Blobs, PlanRow, StepForMove, StepRow, Store } from "../store/index.js";
+import type { Blobs, MoveStepRow, PlanRow, StepForMove, StepRow, Store } from "../store/index.js";
 import { LedgerEvent, PLAN_MOVE_EVENT, STEP_MOVE_EVENT } from "./events.js";
 import { childStepId, reviewStepId } from "./ids.js";
 import type { StepSpecInput } from "./inputs.js";
@@ -166,7 +166,7 @@ export class LedgerCore {
     return r;
   }
 
-  refuseReviewStep(step: StepRow, doing: string): void {
+  refuseReviewStep(step: Pick<StepRow, "step_id" | "status" | "role">, doing: string): void {
     if (step.role === StepRole.Review) {
       throw new RatchetError(
         ErrorCode.IllegalTransition,
@@ -196,7 +196,7 @@ export class LedgerCore {
    * event, returning the columns written (the caller's patch with the status and stamps).
    */
   writeMove(
-    step: StepRow,
+    step: MoveStepRow,
     to: StepStatus,
     patch: Partial<StepRow> = {},
     payload: Record<string, unknown> = {},
@@ -296,7 +296,12 @@ export class LedgerCore {
    * it once, with its footer): it is stored as given, and `opts.full` (the whole output, when it
    * was cut) is kept as the blob — one truncation stage, never two.
    */
-  addLog(step: StepRow, kind: string, raw: string, opts: { display?: boolean; full?: string } = {}): void {
+  addLog(
+    step: Pick<StepRow, "step_id" | "plan_id">,
+    kind: string,
+    raw: string,
+    opts: { display?: boolean; full?: string } = {},
+  ): void {
     const text = this.redactor.redact(raw);
     let shown = text;
     let blob: string | null = null;
@@ -508,7 +513,7 @@ export class LedgerCore {
   }
 
   /** Whether the given log or a stored one carries run-step's `--- exit_code=` footer. */
-  hasExitFooter(step: StepRow, logContext: string | undefined): boolean {
+  hasExitFooter(step: Pick<StepRow, "step_id">, logContext: string | undefined): boolean {
     if (logContext?.includes(EXIT_FOOTER)) return true;
     return this.store.logsOfStep(step.step_id).some((l) => l.text.includes(EXIT_FOOTER));
   }

@@ -47,3 +47,9 @@ export const STEP_COLUMNS = [
   "created_at",
   "updated_at",
 ] as const;
+
+/**
+ * The step columns `Store.stepForMove` reads, in this order: what a guarded move checks and writes
+ * from (types.ts `MoveStepRow`), not the whole row.
+ */
+export const MOVE_STEP_COLUMNS = ["step_id", "plan_id", "status", "type", "role", "started_at"] as const;

@@ -55,6 +55,7 @@ export type {
   EventQuery,
   EventRow,
   MetricRow,
+  MoveStepRow,
   NewEvent,
   PlanPatch,
   PlanQuery,

@@ -158,13 +158,17 @@ export type PlanPatch = Partial<Omit<PlanRow, "plan_id" | "created_at">>;
 /** Columns a write may change on a step. */
 export type StepPatch = Partial<Omit<StepRow, "step_id" | "plan_id" | "created_at">>;
 
+/** A step's row narrowed to the columns a guarded move checks (columns.ts `MOVE_STEP_COLUMNS`). */
+export type MoveStepRow = Pick<StepRow, "step_id" | "plan_id" | "status" | "type" | "role" | "started_at">;
+
 /**
  * A step read with what a transition of it checks, in one statement ({@link Store.stepForMove}).
  * `othersOpen` and `reviewStatus` are read only when asked (`rollup`): what the roll-up's cheap exit
  * needs after the step leaves the open states (complete, fail), read before the step's own write.
  */
 export interface StepForMove {
-  step: StepRow;
+  /** The columns a move checks and writes from (not the whole row: callers needing it use `getStep`). */
+  step: MoveStepRow;
   /** The status of the step's plan (undefined: no plan row). */
   planStatus: string | undefined;
   /** With `rollup`: whether a non-review step of the plan other than this one is open. */

@@ -16,6 +16,11 @@ export const StartInput = obj({
 export type StartInput = Infer<typeof StartInput>;
 
 export function startStep(l: LedgerCore, input: StartInput) {
+  return startStepRole(l, input).result;
+}
+
+/** {@link startStep} with the started step's role (the flow refreshes a `<plan>-REVIEW.1`'s graph). */
+function startStepRole(l: LedgerCore, input: StartInput) {
   return l.store.tx(() => {
     const { step } = l.stepToMove(input.step_id, "start-step", "start step", false);
     if ((input.type ?? step.type) === StepType.Command) {
@@ -35,7 +40,7 @@ export function startStep(l: LedgerCore, input: StartInput) {
     patch.heartbeat_at = lease.heartbeat_at;
     const moved = l.writeMove(step, StepStatus.InProgress, patch, { lease_holder: l.holder });
     if (input.log_context) l.addLog(step, "start", input.log_context);
-    return {
+    const result = {
       step_id: step.step_id,
       plan_id: step.plan_id,
       status: StepStatus.InProgress,
@@ -43,6 +48,7 @@ export function startStep(l: LedgerCore, input: StartInput) {
       lease_holder: lease.lease_holder,
       lease_expires_at: iso(lease.lease_expires_at),
     };
+    return { result, role: step.role };
   });
 }
 
@@ -67,11 +73,12 @@ export const START_STEP_FLOW = defineFlow({
   ],
   result: ["step_id", "plan_id", "status", "type", "lease_holder", "lease_expires_at"],
   run: async (l, i) => {
-    const r = startStep(l, i);
+    const { result: r, role } = startStepRole(l, i);
     // `<plan>-REVIEW.1` refreshes the plan's state graph after the start commits; a failure is
-    // logged on the step, never raised.
-    const step = l.store.getStep(r.step_id);
-    if (step?.role === "review_child") {
+    // logged on the step, never raised. The role is the one read under the start's write lock (a
+    // step's role never changes); the whole row is read only for such a step.
+    const step = role === "review_child" ? l.store.getStep(r.step_id) : undefined;
+    if (step) {
       const { refreshAtReviewStart } = await import("../../provenance/nodes/index.js");
       const done = await refreshAtReviewStart(l.store, step);
       if (done?.log) {

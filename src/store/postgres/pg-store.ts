@@ -1,11 +1,12 @@
 import { ErrorCode, RatchetError } from "../../core/index.js";
-import { PLAN_COLUMNS, STEP_COLUMNS } from "../columns.js";
+import { MOVE_STEP_COLUMNS, PLAN_COLUMNS, STEP_COLUMNS } from "../columns.js";
 import { PgSqlPort, type SqlPort } from "../sql.js";
 import type {
   DeviationRow,
   EventQuery,
   EventRow,
   MetricRow,
+  MoveStepRow,
   NewEvent,
   PlanPatch,
   PlanQuery,
@@ -324,20 +325,20 @@ export class PgStore implements Store {
   }
 
   stepForMove(stepId: string, rollup: boolean): StepForMove | undefined {
-    // One statement, as on SQLite (sqlite-store.ts STEP_FOR_MOVE): the step's columns, its plan's
+    // One statement, as on SQLite (sqlite-store.ts STEP_FOR_MOVE): the step's columns a move checks, its plan's
     // status and, for the roll-up, another open regular step and `<plan>-REVIEW`'s status.
     const extra = rollup
       ? ", (SELECT 1 FROM steps o WHERE o.plan_id = s.plan_id AND o.role = 'regular' AND o.step_id <> s.step_id AND o.status IN ('PENDING', 'IN_PROGRESS', 'NEEDS_REVIEW') LIMIT 1) AS others_open_, (SELECT r.status FROM steps r WHERE r.step_id = s.plan_id || '-REVIEW') AS review_status_"
       : "";
     const r = this.#first<Record<string, unknown>>(
-      `SELECT ${STEP_COLUMNS.map((c) => `s.${c}`).join(", ")}, (SELECT p.status FROM plans p WHERE p.plan_id = s.plan_id) AS plan_status_${extra} FROM steps s WHERE s.step_id = $1`,
+      `SELECT ${MOVE_STEP_COLUMNS.map((c) => `s.${c}`).join(", ")}, (SELECT p.status FROM plans p WHERE p.plan_id = s.plan_id) AS plan_status_${extra} FROM steps s WHERE s.step_id = $1`,
       [stepId],
     );
     if (r === undefined) return undefined;
     const step: Record<string, unknown> = {};
-    for (const c of STEP_COLUMNS) step[c] = r[c];
+    for (const c of MOVE_STEP_COLUMNS) step[c] = r[c];
     return {
-      step: step as unknown as StepRow,
+      step: step as unknown as MoveStepRow,
       planStatus: (r.plan_status_ ?? undefined) as string | undefined,
       othersOpen: rollup && r.others_open_ != null,
       reviewStatus: rollup ? ((r.review_status_ ?? undefined) as string | undefined) : undefined,

@@ -1,12 +1,13 @@
 import type { Statement } from "better-sqlite3";
 import { ErrorCode, iso, RatchetError } from "../../core/index.js";
-import { PLAN_COLUMNS, STEP_COLUMNS } from "../columns.js";
+import { MOVE_STEP_COLUMNS, PLAN_COLUMNS, STEP_COLUMNS } from "../columns.js";
 import { SqliteSqlPort, type SqlPort } from "../sql.js";
 import type {
   DeviationRow,
   EventQuery,
   EventRow,
   MetricRow,
+  MoveStepRow,
   NewEvent,
   PlanPatch,
   PlanQuery,
@@ -69,11 +70,12 @@ function stepFrom(r: unknown[]): StepRow {
 /** The step columns a read returns (every `StepRow` field; never `reserve`). */
 const STEP_SELECT = `SELECT ${STEP_COLUMNS.join(", ")} FROM steps`;
 /**
- * {@link SqliteStore.stepForMove}: the step's columns (aliased `s`), its plan's status, and with the
+ * {@link SqliteStore.stepForMove}: the step's columns a move checks (`MOVE_STEP_COLUMNS`, aliased
+ * `s`; the whole row cost a 24-column read and object per move), its plan's status, and with the
  * roll-up's reads the first other open regular step (newest first, as `hasOpenSteps`) and the
  * status of `<plan>-REVIEW` (the id rule of ledger/ids.ts `reviewStepId`).
  */
-const STEP_FOR_MOVE = `SELECT ${STEP_COLUMNS.map((c) => `s.${c}`).join(", ")}, (SELECT status FROM plans WHERE plan_id = s.plan_id)`;
+const STEP_FOR_MOVE = `SELECT ${MOVE_STEP_COLUMNS.map((c) => `s.${c}`).join(", ")}, (SELECT status FROM plans WHERE plan_id = s.plan_id)`;
 const STEP_FOR_MOVE_ROLLUP = `${STEP_FOR_MOVE}, (SELECT 1 FROM steps o WHERE o.plan_id = s.plan_id AND o.role = 'regular' AND o.step_id <> s.step_id AND (o.status = 'PENDING' OR o.status = 'IN_PROGRESS' OR o.status = 'NEEDS_REVIEW') ORDER BY o.rowid DESC LIMIT 1), (SELECT status FROM steps WHERE step_id = s.plan_id || '-REVIEW')`;
 const EVENT_FIELDS = "id, at, entity_kind, entity_id, plan_id, type, payload";
 /** Run starts of a plan's events read per statement (sqlite-store.ts, #planEvents). */
@@ -424,9 +426,16 @@ export class SqliteStore implements Store {
       `${rollup ? STEP_FOR_MOVE_ROLLUP : STEP_FOR_MOVE} FROM steps s WHERE s.step_id = ?`,
     ).get(stepId) as unknown[] | undefined;
     if (r === undefined) return undefined;
-    const n = STEP_COLUMNS.length;
+    const n = MOVE_STEP_COLUMNS.length;
     return {
-      step: stepFrom(r),
+      step: {
+        step_id: r[0],
+        plan_id: r[1],
+        status: r[2],
+        type: r[3],
+        role: r[4],
+        started_at: r[5],
+      } as MoveStepRow,
       planStatus: (r[n] ?? undefined) as string | undefined,
       othersOpen: rollup && r[n + 1] === 1,
       reviewStatus: rollup ? ((r[n + 2] ?? undefined) as string | undefined) : undefined,
