@@ -240,13 +240,7 @@ function addRunCommands(
       "after",
       "\nExamples:\n  ratchet run examples/workflows/hello --group french --var names=Ada,Grace\n  ratchet run flows/sales.yaml --only fetch-orders,build-report --json",
     )
-    .action(
-      act(async (wf: string, o: RunOpts) => {
-        // The sandbox probes start while the workflow code loads (workflow/run-warm.ts).
-        if (!o.queue) (await import("../workflow/run-warm.js")).warmRunProbes(wf);
-        return (await rc()).cmdRun(wf, { ...globals(), ...o });
-      }),
-    );
+    .action(act(async (wf: string, o: RunOpts) => (await rc()).cmdRun(wf, { ...globals(), ...o })));
 
   const runs = program.command("runs").description("recorded workflow runs");
   runs
