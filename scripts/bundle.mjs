@@ -23,7 +23,6 @@ await build({
   platform: "node",
   external: [
     "better-sqlite3",
-    "yaml",
     "web-tree-sitter",
     // The node source loads the TypeScript compiler (~9 MB) only when it analyses a JS/TS file.
     "typescript",

@@ -409,6 +409,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   const clock = input.clock ?? systemClock;
   const working = input.workingCopy === true;
   const ready = await (input.prepared ?? prepareLearnedStep(input));
+
   if (!("kind" in ready)) return ready;
   const { saved, scriptName, scriptBytes, report, outputDir, codeDir, helperDir } = ready;
 
@@ -417,6 +418,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   const interpreterName = saved.language === "python" ? "python3" : "node";
   // The real interpreter, not a version manager's shim: its prefixes become the read roots.
   const resolved = saved.language === "python" ? await resolvePython(baseEnv) : resolveNode();
+
   const interpreter = resolved?.executable;
   const shownCmd =
     `$ ${interpreterName}${saved.language === "python" ? " -B" : ""} ${scriptName} ${input.dependencyDirs.join(" ")}`.trimEnd();
@@ -728,28 +730,48 @@ export function savedLanguage(wf: Workflow, stepId: string): "python" | "javascr
  * its own TMPDIR parent; no `/proc/self`; no secrets, variables or bridge token in its environment.
  * Each run then narrows that in its child to exactly the step's own confinement.
  */
-async function stepForkserver(o: {
-  input: LearnedStepInput;
+async function stepForkserver(
+  o: ForkserverSpec & { source: Buffer },
+): Promise<Forkserver | { fallback: string }> {
+  const refused = forkserverRefusal(o.input, o.baseEnv);
+  if (refused) return { fallback: refused };
+  const misfit = fitsForkserver(o.source.toString("utf8"));
+  if (misfit) return { fallback: misfit };
+  return pooledForkserver(o);
+}
+
+/** What the pooled server of a run's Python steps is started from (the script aside). */
+interface ForkserverSpec {
+  input: Pick<LearnedStepInput, "home" | "sandbox" | "runner">;
   interpreter: string;
   baseEnv: NodeJS.ProcessEnv;
   ownReadRoots: readonly string[];
   forbid: { home?: string | undefined; secretDirs: readonly string[] };
-  source: Buffer;
   /** On the server's `PYTHONPATH` too: its children keep the server's `sys.path` after `[0]`. */
   helperDir: string | undefined;
-}): Promise<Forkserver | { fallback: string }> {
-  const { input } = o;
-  if (o.baseEnv.RATCHET_NO_FORKSERVER === "1") return { fallback: "RATCHET_NO_FORKSERVER=1" };
-  if (input.runner) return { fallback: "a process runner was given by the caller" };
+}
+
+/** Why no Python step of this run may use the pre-started interpreter, whatever its script. */
+function forkserverRefusal(
+  input: Pick<LearnedStepInput, "sandbox" | "runner">,
+  baseEnv: NodeJS.ProcessEnv,
+): string | undefined {
+  if (baseEnv.RATCHET_NO_FORKSERVER === "1") return "RATCHET_NO_FORKSERVER=1";
+  if (input.runner) return "a process runner was given by the caller";
+  if (input.sandbox.python !== "landlock") return "no confining launcher";
   const launcher = confineLauncher(input.sandbox);
-  if (launcher.kind !== "ratchet-confine") return { fallback: "no confining launcher" };
+  if (launcher.kind !== "ratchet-confine") return "no confining launcher";
   const f = launcher.features;
   if (!f.v2 || !f.reads || !f.signals || f.abi < 6)
-    return {
-      fallback: "the launcher or kernel cannot scope a forked child (Landlock ABI 6 and a v2 launcher)",
-    };
-  const misfit = fitsForkserver(o.source.toString("utf8"));
-  if (misfit) return { fallback: misfit };
+    return "the launcher or kernel cannot scope a forked child (Landlock ABI 6 and a v2 launcher)";
+  return undefined;
+}
+
+/** The pooled server for the spec's key: the one already started (or starting), else a new one. */
+async function pooledForkserver(o: ForkserverSpec): Promise<Forkserver | { fallback: string }> {
+  const { input } = o;
+  const launcher = confineLauncher(input.sandbox);
+  if (launcher.kind !== "ratchet-confine") return { fallback: "no confining launcher" };
   const runs = input.home.runs;
   // The server may read all of the runs folder: nothing secret may lie inside it.
   if ([...o.forbid.secretDirs, ...(o.forbid.home ? [o.forbid.home] : [])].some((d) => isWithin(runs, d)))
@@ -786,4 +808,43 @@ async function stepForkserver(o: {
     else rmSync(tmpRoot, { recursive: true, force: true });
     return s;
   });
+}
+
+/**
+ * Starts the pre-started interpreter a run's first step will ask for, before that step is even
+ * prepared: while the run is recorded, the step reviewed and copied, the bridge started. The
+ * server is exactly the one {@link stepForkserver} would start for the run's Python steps (the
+ * same inputs, so the same pool key and the same confinement); the step then finds it in the pool,
+ * still checks its own script ({@link fitsForkserver}) and takes a plain start when it does not fit.
+ * Nothing is started when no Python step of the run could use it. Never throws: a server that
+ * cannot start is the pool's kept fallback, which the step reports as its own.
+ */
+export function prestartForkserver(
+  input: Pick<LearnedStepInput, "workflow" | "home" | "sandbox" | "baseEnv" | "readPolicy" | "runner">,
+): void {
+  const baseEnv = input.baseEnv ?? process.env;
+  if (forkserverRefusal(input, baseEnv)) return;
+  const started = (async () => {
+    const resolved = await resolvePython(baseEnv);
+    if (!resolved) return;
+    const forbid = stepForbid(input);
+    const helperDir = sharedHelperDir("python", input.sandbox, { home: input.home, forbid });
+    const ownReadRoots = readRoots({
+      interpreters: resolved.roots,
+      own: [workflowHome(input.workflow), ...(helperDir ? [helperDir] : [])],
+      extra: input.readPolicy?.readRoots ?? [],
+      forbid,
+    });
+    // The server's working folder; the first step creates its folders inside it anyway.
+    await mkdir(input.home.runs, { recursive: true });
+    await pooledForkserver({
+      input,
+      interpreter: resolved.executable,
+      baseEnv,
+      ownReadRoots,
+      forbid,
+      helperDir,
+    });
+  })();
+  started.catch(() => {});
 }

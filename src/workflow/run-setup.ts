@@ -13,6 +13,7 @@ import {
   detectSandbox,
   loadSandboxConfig,
   type ProcessRunner,
+  resolvePython,
   type SandboxInfo,
   type ScriptLanguage,
   STEP_DIR_PREFIX,
@@ -72,6 +73,9 @@ export async function prepareRunSetup(input: RunSetupInput): Promise<RunSetup> {
   for (const [k, v] of Object.entries(secrets)) input.redactor.add(k, v);
   // What a killed run left behind (a launcher that could not clean up: v1, or none).
   sweepStaleDirs(tmpdir(), STEP_DIR_PREFIX);
+  // The real python3 is asked for its prefixes while the sandbox is probed (cached per PATH: the
+  // steps and the pre-started interpreter get this answer).
+  if (input.languages.includes("python")) resolvePython(env).catch(() => {});
   const sandbox = await detectSandbox({ languages: [...input.languages], env });
   return {
     variables,

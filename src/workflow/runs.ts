@@ -6,7 +6,7 @@ import type { ProcessRunner, SandboxInfo } from "../exec/index.js";
 import type { Ledger } from "../ledger/index.js";
 import { cachedReviewer } from "../review/cache.js";
 import type { Store, Workspace } from "../store/index.js";
-import { type BridgeEndpoint, savedLanguage } from "./fast-path.js";
+import { type BridgeEndpoint, prestartForkserver, savedLanguage } from "./fast-path.js";
 import { recoverInterruptedRuns } from "./interrupt.js";
 import { newRunId, type RunHome, workflowHome } from "./layout.js";
 import type { ModelStepRunner, OrchestratorContext } from "./model-step.js";
@@ -24,7 +24,7 @@ import {
 } from "./run-report.js";
 import { prepareRunSetup, type RunSetup } from "./run-setup.js";
 import { RunStatus, type RunStepOutcome, type RunStore, runStoreOf } from "./run-store.js";
-import type { ExecutionMode, Workflow } from "./types.js";
+import { ExecutionMode, type Workflow } from "./types.js";
 
 /** How a run was started. */
 export const RunTrigger = {
@@ -160,6 +160,16 @@ export async function runWorkflow(
     stepTimeoutSeconds: opts.stepTimeoutSeconds,
     home: opts.home,
   });
+  // The first step's pre-started interpreter starts now, while the run is recorded and the step prepared.
+  if (startsWithPythonScript(wf, sel))
+    prestartForkserver({
+      workflow: wf,
+      home: setup.home,
+      sandbox: setup.sandbox,
+      baseEnv: env,
+      readPolicy: setup.readPolicy,
+      runner: opts.runner,
+    });
   const recovered = recoverInterruptedRuns(ctx).map((r) => r.run_id);
   // A cancel request recorded in the store (by any process) aborts the run like the caller's signal.
   const cancel = new AbortController();
@@ -355,4 +365,14 @@ function heartbeat(runs: RunStore, runId: string, leaseMs: number, lost: () => v
   );
   t.unref();
   return t;
+}
+
+/** Whether the run's first selected step is a learned step with a saved Python script. */
+function startsWithPythonScript(wf: Workflow, sel: RunSelection): boolean {
+  const first = sel.selected[0];
+  return (
+    first !== undefined &&
+    sel.modes.get(first) === ExecutionMode.LearnCode &&
+    savedLanguage(wf, first) === "python"
+  );
 }
