@@ -157,14 +157,13 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
   let lostCause: string | undefined;
   const lost = new AbortController();
   const sessionLost = (e?: unknown): boolean => {
+    if (lostCause !== undefined) return true;
     const why = ctx.store.broken ?? (e !== undefined && storeBroken(e) ? (e as Error).message : undefined);
     if (why === undefined) return false;
-    if (lostCause === undefined) {
-      lostCause = why;
-      opts.log(`worker ${owner}: the store's session is lost: taking no more jobs (${why})`);
-      lost.abort();
-      kill.abort();
-    }
+    lostCause = why;
+    opts.log(`worker ${owner}: the store's session is lost: taking no more jobs (${why})`);
+    lost.abort();
+    kill.abort();
     return true;
   };
   const queueNameOf = async (helpers: JobHelpers): Promise<string | undefined> => {
@@ -497,6 +496,8 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
   const { run: runGraphile, runOnce } = await import("graphile-worker");
   const logger = await quietLogger();
   const recover = () => {
+    // A call that swallowed the loss (a run's heartbeat) left the session marked broken: seen here.
+    if (sessionLost()) return;
     try {
       for (const r of recoverInterruptedRuns(ctx))
         opts.log(`run ${r.run_id} marked interrupted: ${r.reason}`);
