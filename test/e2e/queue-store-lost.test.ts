@@ -112,7 +112,10 @@ describe.runIf(pgAvailable())("a worker whose store session is lost", () => {
       url,
       "SELECT key, attempts, last_error FROM graphile_worker.jobs ORDER BY key",
     );
-    expect(jobs.map((j) => j.key)).toEqual([...ids].sort());
+    expect(
+      jobs.map((j) => j.key),
+      JSON.stringify(jobs),
+    ).toEqual([...ids].sort());
     expect(
       jobs.every((j) => j.attempts === 0 && j.last_error === null),
       JSON.stringify(jobs),
@@ -162,7 +165,7 @@ describe.runIf(pgAvailable())("a worker whose store session is lost", () => {
       "SELECT COUNT(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'ratchet' AND pid <> pg_backend_pid()",
     )[0]?.n;
     expect(killed).toBe(1);
-    await expectStoreLostExit(a);
+    const aOut = await expectStoreLostExit(a);
     expect(rows<{ status: string }>(url, "SELECT status FROM workflow_runs")[0]?.status).toBe("running");
     // Another worker's sweep closes it (its owner is gone; on another host, once the lease runs out).
     const b = machine(url).start(["worker", "--json"]);
@@ -173,7 +176,20 @@ describe.runIf(pgAvailable())("a worker whose store session is lost", () => {
       "the other worker to close the run and take the job handed back",
       90_000,
       250,
-    );
+    ).catch((e) => {
+      console.log(
+        JSON.stringify({
+          runs: rows(url, "SELECT run_id, status, owner FROM workflow_runs"),
+          jobs: rows(
+            url,
+            "SELECT id, task_identifier, key, attempts, last_error, locked_at, run_at FROM graphile_worker.jobs",
+          ),
+          b: b.stderrSoFar().slice(-3000),
+          a: aOut,
+        }),
+      );
+      throw e;
+    });
     b.child.kill("SIGTERM");
     const rb = await b.done;
     expect(rb.status, rb.stderr).toBe(0);
