@@ -291,6 +291,32 @@ print(w(os.path.join(os.environ["STEP_OUTPUT_DIR"], "o.txt")), w("/tmp/ratchet-f
   });
 });
 
+it("a run cancelled before it is sent starts nothing (a cancel ahead of the request is not dropped), and the server serves the next", async () => {
+  const server = await k().server();
+  const { existsSync, writeFileSync } = await import("node:fs");
+  const marker = `${k().codeDir}/ran.txt`;
+  writeFileSync(
+    `${k().codeDir}/main.py`,
+    `open(${JSON.stringify(marker)}, "w").write("ran")\nimport time\ntime.sleep(30)\n`,
+  );
+  const ac = new AbortController();
+  ac.abort();
+  const r = await server.run({
+    argv: ["main.py"],
+    cwd: k().codeDir,
+    env: k().confinement.env,
+    timeoutMs: 20_000,
+    killGraceMs: 200,
+    maxCaptureBytes: 4096,
+    signal: ac.signal,
+  });
+  expect(r).toMatchObject({ cancelled: true, exitCode: null, timedOut: false });
+  expect(r.spawnError).toBeUndefined();
+  expect(existsSync(marker)).toBe(false);
+  expect((await k().fork("print('next')\n")).stdout).toBe("next\n");
+  expect(existsSync(marker)).toBe(false);
+});
+
 describe("the known differences, and the fallback that covers them", () => {
   it("/proc/self is readable in a plain start but not in a forked child (the server has no --proc-self)", async () => {
     const s =
