@@ -2,22 +2,11 @@
  * Conformance: the same probe scripts started plainly through the door and run in a forkserver
  * started through the door with the same confinement; every observable compared.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { useForkKit } from "../../test/helpers/fork-kit.js";
 import { fitsForkserver } from "./forkserver.js";
-import { type ForkKit, forkKit } from "./forkserver-kit.js";
 
-let kit: ForkKit | string;
-beforeAll(async () => {
-  kit = await forkKit();
-});
-afterAll(async () => {
-  if (typeof kit !== "string") await kit.close();
-});
-
-function k(): ForkKit {
-  if (typeof kit === "string") throw new Error(`cannot run the conformance suite here: ${kit}`);
-  return kit;
-}
+const k = useForkKit("conformance suite");
 
 const PROBE = `import json, os, sys
 mods = sorted(sys.modules)
