@@ -2,22 +2,11 @@
  * Conformance: the same probe scripts started plainly through the door and run in a forkserver
  * started through the door with the same confinement; every observable compared.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { useForkKit } from "../../test/helpers/fork-kit.js";
 import { fitsForkserver } from "./forkserver.js";
-import { type ForkKit, forkKit } from "./forkserver-kit.js";
 
-let kit: ForkKit | string;
-beforeAll(async () => {
-  kit = await forkKit();
-});
-afterAll(async () => {
-  if (typeof kit !== "string") await kit.close();
-});
-
-function k(): ForkKit {
-  if (typeof kit === "string") throw new Error(`cannot run the conformance suite here: ${kit}`);
-  return kit;
-}
+const k = useForkKit("conformance suite");
 
 const PROBE = `import json, os, sys
 mods = sorted(sys.modules)
@@ -289,6 +278,32 @@ print(w(os.path.join(os.environ["STEP_OUTPUT_DIR"], "o.txt")), w("/tmp/ratchet-f
     expect(child).toBeGreaterThan(0);
     expect(() => process.kill(child, 0)).toThrow(/ESRCH/);
   });
+});
+
+it("a run cancelled before it is sent starts nothing (a cancel ahead of the request is not dropped), and the server serves the next", async () => {
+  const server = await k().server();
+  const { existsSync, writeFileSync } = await import("node:fs");
+  const marker = `${k().codeDir}/ran.txt`;
+  writeFileSync(
+    `${k().codeDir}/main.py`,
+    `open(${JSON.stringify(marker)}, "w").write("ran")\nimport time\ntime.sleep(30)\n`,
+  );
+  const ac = new AbortController();
+  ac.abort();
+  const r = await server.run({
+    argv: ["main.py"],
+    cwd: k().codeDir,
+    env: k().confinement.env,
+    timeoutMs: 20_000,
+    killGraceMs: 200,
+    maxCaptureBytes: 4096,
+    signal: ac.signal,
+  });
+  expect(r).toMatchObject({ cancelled: true, exitCode: null, timedOut: false });
+  expect(r.spawnError).toBeUndefined();
+  expect(existsSync(marker)).toBe(false);
+  expect((await k().fork("print('next')\n")).stdout).toBe("next\n");
+  expect(existsSync(marker)).toBe(false);
 });
 
 describe("the known differences, and the fallback that covers them", () => {

@@ -336,6 +336,13 @@ export class Forkserver {
   async #run(req: ForkRun): Promise<RunResult> {
     const started = performance.now();
     if (this.#closed) return ended(started);
+    // Cancelled before it was sent: nothing starts, as with the process runner. (The server reads a
+    // cancel only while it serves a run; one sent ahead of the request would be dropped and the
+    // script would run to its end.)
+    if (req.signal?.aborted) {
+      const { spawnError: _none, ...rest } = ended(started);
+      return { ...rest, cancelled: true };
+    }
     const out = new HeadTailCapture(req.maxCaptureBytes);
     const err = new HeadTailCapture(req.maxCaptureBytes);
     const all = new HeadTailCapture(req.maxCaptureBytes);
@@ -354,7 +361,6 @@ export class Forkserver {
     const cancel = (): void => {
       if (!this.#closed) this.#sock.write(frame("c"));
     };
-    if (req.signal?.aborted) cancel();
     req.signal?.addEventListener("abort", cancel, { once: true });
     const body = {
       argv: req.argv,

@@ -168,6 +168,9 @@ describe("dashboard", () => {
   });
 
   it("starts a run with the token from the page and follows it live; a wrong token is refused", async () => {
+    // A full load, not a same-document hash change: a late `hashchange` clears the status line,
+    // and under load it could land after the refusal was written there.
+    await page.goto("about:blank");
     await page.goto(`${url}/#/scripts/hello&token=wrong-token-wrong-token`);
     await page.locator('[data-action="start-run"]').click();
     await page.locator("#status", { hasText: "401" }).waitFor();

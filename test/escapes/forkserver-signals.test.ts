@@ -9,32 +9,13 @@
  */
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { type ForkKit, forkKit } from "../../src/exec/forkserver-kit.js";
+import { describe, expect, it, vi } from "vitest";
 import type { RunResult } from "../../src/exec/index.js";
+import { gone, useForkKit } from "../helpers/fork-kit.js";
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 60_000 });
 
-let kit: ForkKit | string;
-beforeAll(async () => {
-  kit = await forkKit();
-});
-afterAll(async () => {
-  if (typeof kit !== "string") await kit.close();
-});
-function k(): ForkKit {
-  if (typeof kit === "string") throw new Error(`cannot run the escape suite here: ${kit}`);
-  return kit;
-}
-
-/** Not running: no such process, or a zombie its reaper has not collected yet. */
-function gone(pid: number): boolean {
-  try {
-    return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return true;
-  }
-}
+const k = useForkKit("escape suite");
 
 /**
  * Tries everything against each `name=pid` target (and its parent as "parent"); prints one JSON

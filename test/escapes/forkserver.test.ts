@@ -4,32 +4,13 @@
  * descriptors, signals to the server or its keeper, outliving its run. Every attempt must fail
  * (forkserver-signals.test.ts tries every signal path, ptrace and a concurrent run).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { dirname } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { KEEPER_SETUP_FAILURE } from "../../src/exec/forkserver.js";
-import { type ForkKit, forkKit } from "../../src/exec/forkserver-kit.js";
+import { gone, useForkKit } from "../helpers/fork-kit.js";
 
-let kit: ForkKit | string;
-beforeAll(async () => {
-  kit = await forkKit();
-});
-afterAll(async () => {
-  if (typeof kit !== "string") await kit.close();
-});
-function k(): ForkKit {
-  if (typeof kit === "string") throw new Error(`cannot run the escape suite here: ${kit}`);
-  return kit;
-}
-
-/** Not running: no such process, or a zombie its reaper has not collected yet. */
-function gone(pid: number): boolean {
-  try {
-    return /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return true;
-  }
-}
+const k = useForkKit("escape suite");
 
 const TRY = `import os, sys
 def attempt(name, fn):

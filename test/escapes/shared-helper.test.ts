@@ -9,10 +9,12 @@
  * import the package's bytes.
  */
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { helperFiles } from "../../src/bridge/helper-files.js";
+import { isWithin } from "../../src/exec/read-roots.js";
 import { assertBuilt, type TestWorkspace } from "../helpers/cli.js";
 import { runsOf } from "../helpers/run-home.js";
 import { attackWorkflow, runJson, workspace } from "./door-kit.js";
@@ -118,11 +120,16 @@ describe("the shared bridge helper cannot be changed by a step", () => {
         { id: "attack", file: "main.py", code: ATTACK },
         { id: "check", file: "main.py", code: CHECK },
       ]);
+      // A checkout inside the temporary folder (a CI clone under /tmp) takes the copy instead
+      // (sharedHelperDir); the run gets a TMPDIR of its own outside the checkout so that the shared
+      // helper is what these attacks meet wherever the tests run.
+      const tmp = join(ws.dir, "tmp");
+      mkdirSync(tmp, { recursive: true });
       const r = await ws.run(["run", join(wf, "workflow.yaml"), "--json"], {
-        env:
-          mode === "plain"
-            ? { RATCHET_FORKSERVER: "1", RATCHET_NO_FORKSERVER: "1" }
-            : { RATCHET_FORKSERVER: "1" },
+        env: {
+          ...(isWithin(tmpdir(), dirname(helper)) ? { TMPDIR: tmp } : {}),
+          ...(mode === "plain" ? { RATCHET_NO_FORKSERVER: "1" } : {}),
+        },
       });
       const run = runJson(r);
       expect(
