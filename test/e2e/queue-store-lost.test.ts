@@ -38,7 +38,16 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-const machine = queueMachines({ prefix: "ratchet-qlost-", env: {}, runTimeoutMs: 150_000, dirs, running });
+// The `pipeline` fixture declares secret `api_token`: a worker without it fails the run before it
+// starts ("no value for secret SECRET_API_TOKEN"), which is not what these tests are about.
+const SECRETS = { SECRET_API_TOKEN: "tok-qlost-not-for-logs" };
+const machine = queueMachines({
+  prefix: "ratchet-qlost-",
+  env: SECRETS,
+  runTimeoutMs: 150_000,
+  dirs,
+  running,
+});
 const rows = pgRows;
 const count = (url: string, sql: string) => rows<{ n: number }>(url, sql)[0]?.n ?? -1;
 
@@ -55,6 +64,18 @@ const runEvents = (url: string) =>
       "SELECT type, COUNT(*)::int AS n FROM events WHERE entity_kind = 'run' GROUP BY type",
     ).map((r) => [r.type, r.n]),
   );
+
+/** What a failed wait prints: the runs, graphile's jobs and queues as they are, the workers' logs. */
+const diagnostics = (url: string, logs: Record<string, string>) => ({
+  now: rows(url, "SELECT now()::text AS now")[0],
+  runs: rows(url, "SELECT run_id, status, owner, error FROM workflow_runs ORDER BY run_id"),
+  jobs: rows(
+    url,
+    "SELECT id, task_identifier, key, attempts, max_attempts, last_error, run_at::text, locked_at::text, locked_by FROM graphile_worker.jobs ORDER BY id",
+  ),
+  queues: rows(url, "SELECT queue_name, locked_at::text, locked_by FROM graphile_worker._private_job_queues"),
+  ...logs,
+});
 
 /** Waits for a worker's exit and checks it is the documented one for a lost store session. */
 async function expectStoreLostExit(w: RunningCli): Promise<string> {
@@ -128,7 +149,10 @@ describe.runIf(pgAvailable())("a worker whose store session is lost", () => {
       "the healthy worker to run the three runs",
       120_000,
       250,
-    );
+    ).catch((e) => {
+      console.log(JSON.stringify(diagnostics(url, { b: b.stderrSoFar().slice(-3000) })));
+      throw e;
+    });
     b.child.kill("SIGTERM");
     const r = await b.done;
     expect(r.status, r.stderr).toBe(0);
@@ -177,17 +201,7 @@ describe.runIf(pgAvailable())("a worker whose store session is lost", () => {
       90_000,
       250,
     ).catch((e) => {
-      console.log(
-        JSON.stringify({
-          runs: rows(url, "SELECT run_id, status, owner FROM workflow_runs"),
-          jobs: rows(
-            url,
-            "SELECT id, task_identifier, key, attempts, last_error, locked_at, run_at FROM graphile_worker.jobs",
-          ),
-          b: b.stderrSoFar().slice(-3000),
-          a: aOut,
-        }),
-      );
+      console.log(JSON.stringify(diagnostics(url, { b: b.stderrSoFar().slice(-3000), a: aOut })));
       throw e;
     });
     b.child.kill("SIGTERM");
