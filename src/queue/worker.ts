@@ -155,8 +155,6 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
 
   // Why the store's session is lost for good, once it is (see the file's comment).
   let lostCause: string | undefined;
-  const handedBackIds: string[] = [];
-  const lockedBy = new Set<string>();
   const lost = new AbortController();
   const sessionLost = (e?: unknown): boolean => {
     if (lostCause !== undefined) return true;
@@ -195,8 +193,6 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
       ...(queueName ? { queueName } : {}),
     });
     summary.handedBack++;
-    handedBackIds.push(String(helpers.job.id));
-    if (helpers.job.locked_by) lockedBy.add(helpers.job.locked_by);
     opts.log(
       `job ${helpers.job.id} (${helpers.job.task_identifier}) handed back untouched: this worker's store session is lost`,
     );
@@ -217,29 +213,6 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
       // next worker finds the run not queued (the task ended) and skips the job.
       if (sessionLost()) return handBack(payload, helpers);
     };
-  /**
-   * After a loss, once graphile has stopped: the jobs handed back are completed through graphile's
-   * own `force_unlock_workers` + `complete_jobs` (graphile records a completion without awaiting it, so a stop right after
-   * left some locked with their attempts used up; their replacement is already queued).
-   * Idempotent; a connection of its own, not the lost session.
-   */
-  const settle = async (): Promise<void> => {
-    if (handedBackIds.length === 0) return;
-    const { default: pg } = await import("pg");
-    const c = new pg.Client({ connectionString: opts.url });
-    try {
-      await c.connect();
-      // This process's graphile workers have stopped: release what they still lock, then complete.
-      await c.query("SELECT graphile_worker.force_unlock_workers($1::text[])", [[...lockedBy]]);
-      await c.query("SELECT graphile_worker.complete_jobs($1::bigint[])", [handedBackIds]);
-    } catch (e) {
-      opts.log(
-        `the jobs handed back could not be marked complete (their lock expires in graphile's time): ${(e as Error).message}`,
-      );
-    } finally {
-      await c.end().catch(() => undefined);
-    }
-  };
 
   /**
    * Adds the run's job again (same key, `replace`: graphile clears the key of the locked job this
@@ -544,7 +517,18 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
   const sweep = setInterval(recover, RECOVER_EVERY_MS);
   sweep.unref();
   const cron = await scheduleItems(opts.scheduled, opts.backfillSeconds);
-  const common = { connectionString: opts.url, taskList, logger, noHandleSignals: true };
+  const common = {
+    connectionString: opts.url,
+    taskList,
+    logger,
+    noHandleSignals: true,
+    // graphile records a job's completion (or failure) without awaiting it; unbatched, a stop
+    // right after a job ends (every stop after a lost session) can end the pool before that
+    // query lands, leaving the job locked. With the job handed back (`replace` cleared its key
+    // and set its attempts to max_attempts), that is a dead row nothing ever takes or removes.
+    // Batched (even with no delay), a stop awaits the pending batch before it releases the pool.
+    preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
+  };
   /** The summary, unless the store's session was lost: then `store_lost` (exit 11) naming the cause. */
   const endOf = (s: WorkerSummary): WorkerSummary => {
     if (lostCause === undefined) sessionLost();
@@ -575,10 +559,7 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
       for (;;) {
         const before = summary.deferred + summary.retried;
         await Promise.all(Array.from({ length: opts.concurrency }, () => runOnce(common)));
-        if (summary.deferred + summary.retried === before || kill.signal.aborted) {
-          if (lostCause !== undefined) await settle();
-          break;
-        }
+        if (summary.deferred + summary.retried === before || kill.signal.aborted) break;
         await new Promise((r) => setTimeout(r, Math.max(0, lastDeferredAt - Date.now()) + 50));
       }
       return endOf(summary);
@@ -602,7 +583,6 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
     await Promise.race([stopped, runner.promise]);
     await runner.stop();
     await runner.promise.catch(() => undefined);
-    if (lostCause !== undefined) await settle();
     return endOf(summary);
   } finally {
     clearInterval(sweep);
