@@ -45,6 +45,7 @@ import {
 } from "../workflow/index.js";
 import { materialiseBundle } from "./bundle.js";
 import { enqueueRunSync, ensureQueueSchema } from "./enqueue.js";
+import { handBackJob } from "./hand-back.js";
 import {
   parseRunJob,
   type RunJobPayload,
@@ -179,19 +180,13 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
     return r.rows[0]?.queue_name;
   };
   /**
-   * Gives the job back untouched after a lost session: the same task, payload, key (`replace`:
-   * graphile cleared the locked job's key) and graphile queue, due 1–2 s later with a fresh attempt
-   * count, added through graphile's own pool; the current job then completes without error.
+   * Gives the job back untouched after a lost session (hand-back.ts): added again with the same
+   * task, payload, key and graphile queue, due 1–2 s later with a fresh attempt count, and the
+   * current job completed, in one transaction through graphile's own pool.
    */
   const handBack = async (payload: unknown, helpers: JobHelpers): Promise<void> => {
     const runAt = new Date(Date.now() + RESCHEDULE_MIN_MS + Math.floor(Math.random() * RESCHEDULE_MIN_MS));
-    const queueName = await queueNameOf(helpers);
-    await helpers.addJob(helpers.job.task_identifier, payload as never, {
-      ...(helpers.job.key !== null ? { jobKey: helpers.job.key, jobKeyMode: "replace" as const } : {}),
-      runAt,
-      maxAttempts: helpers.job.max_attempts,
-      ...(queueName ? { queueName } : {}),
-    });
+    await handBackJob(helpers, payload, runAt);
     summary.handedBack++;
     opts.log(
       `job ${helpers.job.id} (${helpers.job.task_identifier}) handed back untouched: this worker's store session is lost`,
@@ -517,18 +512,7 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
   const sweep = setInterval(recover, RECOVER_EVERY_MS);
   sweep.unref();
   const cron = await scheduleItems(opts.scheduled, opts.backfillSeconds);
-  const common = {
-    connectionString: opts.url,
-    taskList,
-    logger,
-    noHandleSignals: true,
-    // graphile records a job's completion (or failure) without awaiting it; unbatched, a stop
-    // right after a job ends (every stop after a lost session) can end the pool before that
-    // query lands, leaving the job locked. With the job handed back (`replace` cleared its key
-    // and set its attempts to max_attempts), that is a dead row nothing ever takes or removes.
-    // Batched (even with no delay), a stop awaits the pending batch before it releases the pool.
-    preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
-  };
+  const common = { connectionString: opts.url, taskList, logger, noHandleSignals: true };
   /** The summary, unless the store's session was lost: then `store_lost` (exit 11) naming the cause. */
   const endOf = (s: WorkerSummary): WorkerSummary => {
     if (lostCause === undefined) sessionLost();
