@@ -4,8 +4,9 @@
  * ended by the server (`pg_terminate_backend`, what an administrator, a failover or a proxy does),
  * so its synchronous bridge is broken (`SyncPg.broken`) and every later store call refuses.
  *
- * - Before the claim: three queued runs, the workspace write lock held by another session so the
- *   worker's first claim waits on it; that waiting session is terminated. The worker exits 11
+ * - Before the claim (a plain workflow, and a `serial` one whose runs share a graphile queue): three
+ *   queued runs, the workspace write lock held by another session so the worker's first claim
+ *   waits on it; that waiting session is terminated. The worker exits 11
  *   (`store_lost`) naming the cause, having failed no run and spent no job attempt (every job is
  *   back in graphile with 0 attempts and no error, every run still queued); a second, healthy
  *   worker then executes each run exactly once.
@@ -13,7 +14,8 @@
  *   failed nor executed twice: another worker closes it `interrupted` (the lease / dead-owner
  *   sweep) and skips the job handed back.
  */
-import { rmSync } from "node:fs";
+import { appendFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { PgStore } from "../../src/store/index.js";
 import { WORKSPACE_WRITE_LOCK } from "../../src/store/postgres/open.js";
@@ -89,87 +91,99 @@ async function expectStoreLostExit(w: RunningCli): Promise<string> {
 }
 
 describe.runIf(pgAvailable())("a worker whose store session is lost", () => {
-  test("before the claim: the worker exits 11 naming the cause, fails no run, spends no attempt; a healthy worker runs each run once", async () => {
-    const url = cluster.createDatabase();
-    const enq = machine(url, ["pipeline"]);
-    const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push(await enqueue(enq, [enq.wf("pipeline"), "--group", "small"]));
-    const holder = PgStore.open(url);
-    let held = true;
-    try {
-      holder.pg.exec(`BEGIN; SELECT pg_advisory_xact_lock(${WORKSPACE_WRITE_LOCK})`);
-      const a = machine(url).start(["worker", "--concurrency", "2", "--json"]);
-      // The worker's claim waits for the held lock: that waiting backend is its store session.
-      let pid: number | undefined;
-      await waitFor(
-        () => {
-          pid = rows<{ pid: number }>(
-            url,
-            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted LIMIT 1",
-          )[0]?.pid;
-          return pid !== undefined;
-        },
-        "the worker's claim to wait for the held lock",
-        90_000,
-        100,
+  test.each([
+    { kind: "plain", serial: false },
+    { kind: "serial (one graphile queue)", serial: true },
+  ])(
+    "before the claim, $kind: the worker exits 11 naming the cause, fails no run, spends no attempt; a healthy worker runs each run once",
+    async ({ serial }) => {
+      const url = cluster.createDatabase();
+      const enq = machine(url, ["pipeline"]);
+      // serial: the runs share graphile queue `ratchet:pipeline`, whose lock the job handed back
+      // must release with it (else the queue stays locked by a dead worker and nothing runs).
+      if (serial) appendFileSync(join(enq.wf("pipeline"), "workflow.yaml"), "serial: true\n");
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) ids.push(await enqueue(enq, [enq.wf("pipeline"), "--group", "small"]));
+      const holder = PgStore.open(url);
+      let held = true;
+      try {
+        holder.pg.exec(`BEGIN; SELECT pg_advisory_xact_lock(${WORKSPACE_WRITE_LOCK})`);
+        const a = machine(url).start(["worker", "--concurrency", "2", "--json"]);
+        // The worker's claim waits for the held lock: that waiting backend is its store session.
+        let pid: number | undefined;
+        await waitFor(
+          () => {
+            pid = rows<{ pid: number }>(
+              url,
+              "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted LIMIT 1",
+            )[0]?.pid;
+            return pid !== undefined;
+          },
+          "the worker's claim to wait for the held lock",
+          90_000,
+          100,
+        );
+        expect(
+          rows<{ t: boolean }>(url, "SELECT pg_terminate_backend($1::int) AS t", [String(pid)])[0]?.t,
+        ).toBe(true);
+        const out = await expectStoreLostExit(a);
+        expect(out).toMatch(/handed back untouched/);
+        holder.pg.exec("COMMIT");
+        held = false;
+      } finally {
+        if (held) holder.pg.exec("ROLLBACK");
+        holder.close();
+      }
+      // Nothing was failed or started; every run keeps exactly one job with no attempt spent.
+      expect(rows(url, "SELECT status, COUNT(*)::int AS n FROM workflow_runs GROUP BY status")).toEqual([
+        { status: "queued", n: 3 },
+      ]);
+      expect(runEvents(url)).toEqual({ "run.queued": 3 });
+      const jobs = rows<{ key: string; attempts: number; last_error: string | null }>(
+        url,
+        "SELECT key, attempts, last_error FROM graphile_worker.jobs ORDER BY key",
       );
       expect(
-        rows<{ t: boolean }>(url, "SELECT pg_terminate_backend($1::int) AS t", [String(pid)])[0]?.t,
+        jobs.map((j) => j.key),
+        JSON.stringify(jobs),
+      ).toEqual([...ids].sort());
+      expect(
+        jobs.every((j) => j.attempts === 0 && j.last_error === null),
+        JSON.stringify(jobs),
       ).toBe(true);
-      const out = await expectStoreLostExit(a);
-      expect(out).toMatch(/handed back untouched/);
-      holder.pg.exec("COMMIT");
-      held = false;
-    } finally {
-      if (held) holder.pg.exec("ROLLBACK");
-      holder.close();
-    }
-    // Nothing was failed or started; every run keeps exactly one job with no attempt spent.
-    expect(rows(url, "SELECT status, COUNT(*)::int AS n FROM workflow_runs GROUP BY status")).toEqual([
-      { status: "queued", n: 3 },
-    ]);
-    expect(runEvents(url)).toEqual({ "run.queued": 3 });
-    const jobs = rows<{ key: string; attempts: number; last_error: string | null }>(
-      url,
-      "SELECT key, attempts, last_error FROM graphile_worker.jobs ORDER BY key",
-    );
-    expect(
-      jobs.map((j) => j.key),
-      JSON.stringify(jobs),
-    ).toEqual([...ids].sort());
-    expect(
-      jobs.every((j) => j.attempts === 0 && j.last_error === null),
-      JSON.stringify(jobs),
-    ).toBe(true);
+      expect(rows(url, "SELECT queue_name, locked_by FROM graphile_worker._private_job_queues")).toEqual(
+        serial ? [{ queue_name: "ratchet:pipeline", locked_by: null }] : [],
+      );
 
-    // A long-lived worker: the handed-back jobs are due 1–2 s after they were handed back.
-    const b = machine(url).start(["worker", "--json"]);
-    await waitFor(
-      () => count(url, "SELECT COUNT(*)::int AS n FROM workflow_runs WHERE status = 'passed'") === 3,
-      "the healthy worker to run the three runs",
-      120_000,
-      250,
-    ).catch((e) => {
-      console.log(JSON.stringify(diagnostics(url, { b: b.stderrSoFar().slice(-3000) })));
-      throw e;
-    });
-    b.child.kill("SIGTERM");
-    const r = await b.done;
-    expect(r.status, r.stderr).toBe(0);
-    const summary = parseMarker(r.stdout) as { executed: Record<string, number>; handedBack: number };
-    expect(summary.executed).toEqual({ passed: 3 });
-    expect(summary.handedBack).toBe(0);
-    expect(rows(url, "SELECT status, COUNT(*)::int AS n FROM workflow_runs GROUP BY status")).toEqual([
-      { status: "passed", n: 3 },
-    ]);
-    expect(runEvents(url)).toEqual({
-      "run.queued": 3,
-      "run.started": 3,
-      "run.step_finished": 6,
-      "run.finished": 3,
-    });
-    expect(count(url, "SELECT COUNT(*)::int AS n FROM graphile_worker._private_jobs")).toBe(0);
-  });
+      // A long-lived worker: the handed-back jobs are due 1–2 s after they were handed back.
+      const b = machine(url).start(["worker", "--json"]);
+      await waitFor(
+        () => count(url, "SELECT COUNT(*)::int AS n FROM workflow_runs WHERE status = 'passed'") === 3,
+        "the healthy worker to run the three runs",
+        120_000,
+        250,
+      ).catch((e) => {
+        console.log(JSON.stringify(diagnostics(url, { b: b.stderrSoFar().slice(-3000) })));
+        throw e;
+      });
+      b.child.kill("SIGTERM");
+      const r = await b.done;
+      expect(r.status, r.stderr).toBe(0);
+      const summary = parseMarker(r.stdout) as { executed: Record<string, number>; handedBack: number };
+      expect(summary.executed).toEqual({ passed: 3 });
+      expect(summary.handedBack).toBe(0);
+      expect(rows(url, "SELECT status, COUNT(*)::int AS n FROM workflow_runs GROUP BY status")).toEqual([
+        { status: "passed", n: 3 },
+      ]);
+      expect(runEvents(url)).toEqual({
+        "run.queued": 3,
+        "run.started": 3,
+        "run.step_finished": 6,
+        "run.finished": 3,
+      });
+      expect(count(url, "SELECT COUNT(*)::int AS n FROM graphile_worker._private_jobs")).toBe(0);
+    },
+  );
 
   test("after the claim: the worker exits 11; its run is never failed nor executed twice, another worker closes it interrupted", async () => {
     const url = cluster.createDatabase();
