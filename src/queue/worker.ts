@@ -154,6 +154,8 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
   let lastClaimSweep = 0;
   opts.kill?.addEventListener("abort", () => kill.abort(), { once: true });
 
+  // Jobs graphile handed to this worker's tasks (a `--once` drain goes on while a round takes one).
+  let taken = 0;
   // Why the store's session is lost for good, once it is (see the file's comment).
   let lostCause: string | undefined;
   const lost = new AbortController();
@@ -196,6 +198,7 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
   const guarded =
     (task: Task): Task =>
     async (payload, helpers) => {
+      taken++;
       if (sessionLost()) return handBack(payload, helpers);
       try {
         await task(payload, helpers);
@@ -538,13 +541,21 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
         await started;
         await runner.stop();
       }
-      // N single-job drains: each takes jobs until none is due. A drain that put a job back for
-      // later (a workflow at its concurrency limit) waits for it and drains again.
+      // Rounds of N single-job drains, each taking jobs until none is due, until a round takes
+      // none. Another round after one that took a job: a `serial` workflow's next job is not due
+      // to a drain while the graphile queue is still locked by the job before it, whose completion
+      // graphile does not await. Completions are batched here (no delay) so that the end of a
+      // round awaits them: the next round finds the queue free, and no completion is cut by the
+      // end of the round's pool (the job would stay locked, its serial queue with it). A round
+      // that put a job back for later (a workflow at its concurrency limit) waits for it first.
+      const once = { ...common, preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } } };
       for (;;) {
         const before = summary.deferred + summary.retried;
-        await Promise.all(Array.from({ length: opts.concurrency }, () => runOnce(common)));
-        if (summary.deferred + summary.retried === before || kill.signal.aborted) break;
-        await new Promise((r) => setTimeout(r, Math.max(0, lastDeferredAt - Date.now()) + 50));
+        const takenBefore = taken;
+        await Promise.all(Array.from({ length: opts.concurrency }, () => runOnce(once)));
+        if (taken === takenBefore || kill.signal.aborted) break;
+        if (summary.deferred + summary.retried !== before)
+          await new Promise((r) => setTimeout(r, Math.max(0, lastDeferredAt - Date.now()) + 50));
       }
       return endOf(summary);
     }
