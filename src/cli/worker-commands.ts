@@ -54,7 +54,11 @@ export interface WorkerFlags {
   json?: boolean;
 }
 
-/** `ratchet worker`: exit 0 after a graceful stop (or `--once`), 2 without a PostgreSQL store and a queue. */
+/**
+ * `ratchet worker`: exit 0 after a graceful stop (or `--once`), 2 without a PostgreSQL store and a
+ * queue, 11 (`store_lost`) when its store session is lost for good (its jobs handed back untouched;
+ * a supervisor restarts it).
+ */
 export async function cmdWorker(opts: GlobalOptions & WorkerFlags): Promise<number> {
   const {
     checkConcurrency,
@@ -142,7 +146,7 @@ export async function cmdWorker(opts: GlobalOptions & WorkerFlags): Promise<numb
       if (opts.json) out(JSON.stringify({ ok: true, op: "worker", ...summary }));
       else
         out(
-          `worker ${summary.owner} stopped: executed ${JSON.stringify(summary.executed)}, skipped ${summary.skipped}, scheduled ${summary.scheduled}, runner tasks ${JSON.stringify(summary.tasks)}, deferred ${summary.deferred}, retried ${summary.retried}`,
+          `worker ${summary.owner} stopped: executed ${JSON.stringify(summary.executed)}, skipped ${summary.skipped}, scheduled ${summary.scheduled}, runner tasks ${JSON.stringify(summary.tasks)}, deferred ${summary.deferred}, retried ${summary.retried}, handed back ${summary.handedBack}`,
         );
       return 0;
     } finally {

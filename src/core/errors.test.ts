@@ -33,6 +33,7 @@ const EXIT_TABLE = {
   headline_blocked: 4,
   timeout: 8,
   cancelled: 8,
+  store_lost: 11,
 } as const;
 
 const HTTP_BY_EXIT: Record<number, number> = {
@@ -46,6 +47,7 @@ const HTTP_BY_EXIT: Record<number, number> = {
   8: 422,
   9: 422,
   10: 409,
+  11: 503,
 };
 
 describe("ErrorCode", () => {
@@ -74,6 +76,7 @@ describe("ErrorCode", () => {
       HeadlineBlocked: "headline_blocked",
       Timeout: "timeout",
       Cancelled: "cancelled",
+      StoreLost: "store_lost",
     });
   });
 

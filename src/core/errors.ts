@@ -50,6 +50,11 @@ export const ErrorCode = {
   Timeout: "timeout",
   /** An operation was cancelled by a signal. */
   Cancelled: "cancelled",
+  /**
+   * The process's store session is lost for good (its PostgreSQL bridge broke: the connection
+   * ended, or the bridge stopped answering); the process must be restarted.
+   */
+  StoreLost: "store_lost",
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -79,6 +84,7 @@ const EXIT_STATUS: Record<ErrorCode, number> = {
   headline_blocked: 4,
   timeout: 8,
   cancelled: 8,
+  store_lost: 11,
 };
 
 /** Maps an error code to the CLI exit status. Unknown codes are internal errors (1). */
@@ -102,6 +108,8 @@ export function httpStatusFor(code: string): number {
     case 8:
     case 9:
       return 422;
+    case 11:
+      return 503;
     default:
       return 500;
   }

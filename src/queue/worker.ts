@@ -16,6 +16,14 @@
  *
  * Stopping: the first SIGTERM/SIGINT stops taking jobs and lets running ones finish; a second
  * aborts them (their runs end `interrupted`, their ledger steps failed) and exits.
+ *
+ * A lost store session (the PostgreSQL bridge broke — `Store.broken`, `storeBroken(e)`: nothing
+ * this process writes can succeed any more) is fatal: the worker stops taking jobs, aborts the
+ * running ones, hands every job it holds or is given back to graphile untouched (same task, payload,
+ * key and graphile queue, a fresh attempt count) so no run is failed and no attempt is spent on
+ * its own fault, and {@link runWorker} throws `store_lost` (the CLI exits 11) for a supervisor to
+ * restart it. A run it had already claimed is left to its lease: another worker's sweep marks it
+ * interrupted once the lease runs out.
  */
 import { EventEmitter } from "node:events";
 import { join } from "node:path";
@@ -23,7 +31,7 @@ import type { JobHelpers, Runner, Task, TaskList } from "graphile-worker";
 import { ErrorCode, RatchetError, toRatchetError } from "../core/index.js";
 import type { Ledger } from "../ledger/index.js";
 import { parseTaskSpec, type TaskSpec } from "../runner/index.js";
-import type { Blobs, Store, Workspace } from "../store/index.js";
+import { type Blobs, type Store, storeBroken, type Workspace } from "../store/index.js";
 import {
   loadWorkflow,
   type ModelStepRunner,
@@ -37,6 +45,7 @@ import {
 } from "../workflow/index.js";
 import { materialiseBundle } from "./bundle.js";
 import { enqueueRunSync, ensureQueueSchema } from "./enqueue.js";
+import { handBackJob } from "./hand-back.js";
 import {
   parseRunJob,
   type RunJobPayload,
@@ -119,6 +128,8 @@ export interface WorkerSummary {
   deferred: number;
   /** Jobs put back for later because the store was busy before their run was claimed (jobs.ts `storeBusy`). */
   retried: number;
+  /** Jobs handed back untouched because this worker's store session was lost (see {@link runWorker}). */
+  handedBack: number;
 }
 
 /** Runs a worker until `stop` (or, with `once`, until nothing is due). */
@@ -132,6 +143,7 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
     scheduled: 0,
     deferred: 0,
     retried: 0,
+    handedBack: 0,
     tasks: {},
     turns: {},
   };
@@ -142,6 +154,64 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
   let lastClaimSweep = 0;
   opts.kill?.addEventListener("abort", () => kill.abort(), { once: true });
 
+  // Jobs graphile handed to this worker's tasks (a `--once` drain goes on while a round takes one).
+  let taken = 0;
+  // Why the store's session is lost for good, once it is (see the file's comment).
+  let lostCause: string | undefined;
+  const lost = new AbortController();
+  const sessionLost = (e?: unknown): boolean => {
+    if (lostCause !== undefined) return true;
+    const why = ctx.store.broken ?? (e !== undefined && storeBroken(e) ? (e as Error).message : undefined);
+    if (why === undefined) return false;
+    lostCause = why;
+    opts.log(`worker ${owner}: the store's session is lost: taking no more jobs (${why})`);
+    lost.abort();
+    kill.abort();
+    return true;
+  };
+  const queueNameOf = async (helpers: JobHelpers): Promise<string | undefined> => {
+    const queueId = helpers.job.job_queue_id;
+    if (queueId === null) return undefined;
+    // graphile's own pool, not the store's session (which may be the busy or lost one).
+    const r = await helpers.withPgClient((c) =>
+      c.query<{ queue_name: string }>(
+        "SELECT queue_name FROM graphile_worker._private_job_queues WHERE id = $1",
+        [queueId],
+      ),
+    );
+    return r.rows[0]?.queue_name;
+  };
+  /**
+   * Gives the job back untouched after a lost session (hand-back.ts): added again with the same
+   * task, payload, key and graphile queue, due 1–2 s later with a fresh attempt count, and the
+   * current job completed, in one transaction through graphile's own pool.
+   */
+  const handBack = async (payload: unknown, helpers: JobHelpers): Promise<void> => {
+    const runAt = new Date(Date.now() + RESCHEDULE_MIN_MS + Math.floor(Math.random() * RESCHEDULE_MIN_MS));
+    await handBackJob(helpers, payload, runAt);
+    summary.handedBack++;
+    opts.log(
+      `job ${helpers.job.id} (${helpers.job.task_identifier}) handed back untouched: this worker's store session is lost`,
+    );
+  };
+  /** `task`, except that a lost store session hands the job back instead of failing or completing it. */
+  const guarded =
+    (task: Task): Task =>
+    async (payload, helpers) => {
+      taken++;
+      if (sessionLost()) return handBack(payload, helpers);
+      try {
+        await task(payload, helpers);
+      } catch (e) {
+        if (sessionLost(e)) return handBack(payload, helpers);
+        throw e;
+      }
+      // A task that swallowed the loss (a run aborted by it returns a report nothing could
+      // record): handed back too. Harmless when its ending was recorded before the loss: the
+      // next worker finds the run not queued (the task ended) and skips the job.
+      if (sessionLost()) return handBack(payload, helpers);
+    };
+
   /**
    * Adds the run's job again (same key, `replace`: graphile clears the key of the locked job this
    * worker is running, so the run keeps exactly one pending job) to run 1–2 s later, in the same
@@ -150,19 +220,7 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
    */
   const putBack = async (job: RunJobPayload, helpers: JobHelpers): Promise<Date> => {
     const runAt = new Date(Date.now() + RESCHEDULE_MIN_MS + Math.floor(Math.random() * RESCHEDULE_MIN_MS));
-    const queueId = helpers.job.job_queue_id;
-    // graphile's own pool, not the store's session (which may be the busy one).
-    const queueName =
-      queueId === null
-        ? undefined
-        : (
-            await helpers.withPgClient((c) =>
-              c.query<{ queue_name: string }>(
-                "SELECT queue_name FROM graphile_worker._private_job_queues WHERE id = $1",
-                [queueId],
-              ),
-            )
-          ).rows[0]?.queue_name;
+    const queueName = await queueNameOf(helpers);
     await helpers.addJob(runTask(opts.queue), job, {
       jobKey: job.run_id,
       jobKeyMode: "replace",
@@ -428,14 +486,16 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
   };
 
   const taskList: TaskList = {
-    [runTask(opts.queue)]: runJob,
-    [runnerTaskIdentifier(opts.queue)]: runnerJob,
-    [threadTaskIdentifier(opts.queue)]: threadJob,
-    [SCHEDULE_TASK]: scheduleJob,
+    [runTask(opts.queue)]: guarded(runJob),
+    [runnerTaskIdentifier(opts.queue)]: guarded(runnerJob),
+    [threadTaskIdentifier(opts.queue)]: guarded(threadJob),
+    [SCHEDULE_TASK]: guarded(scheduleJob),
   };
   const { run: runGraphile, runOnce } = await import("graphile-worker");
   const logger = await quietLogger();
   const recover = () => {
+    // A call that swallowed the loss (a run's heartbeat) left the session marked broken: seen here.
+    if (sessionLost()) return;
     try {
       for (const r of recoverInterruptedRuns(ctx))
         opts.log(`run ${r.run_id} marked interrupted: ${r.reason}`);
@@ -448,7 +508,7 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
           opts.log(`runner task ${t.task_id} (${t.queue_id}) marked interrupted: its worker is gone`);
       }
     } catch (e) {
-      opts.log(`recovery of expired leases failed (retried): ${(e as Error).message}`);
+      if (!sessionLost(e)) opts.log(`recovery of expired leases failed (retried): ${(e as Error).message}`);
     }
   };
   recover();
@@ -456,6 +516,16 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
   sweep.unref();
   const cron = await scheduleItems(opts.scheduled, opts.backfillSeconds);
   const common = { connectionString: opts.url, taskList, logger, noHandleSignals: true };
+  /** The summary, unless the store's session was lost: then `store_lost` (exit 11) naming the cause. */
+  const endOf = (s: WorkerSummary): WorkerSummary => {
+    if (lostCause === undefined) sessionLost();
+    if (lostCause === undefined) return s;
+    throw new RatchetError(
+      ErrorCode.StoreLost,
+      `ratchet worker ${owner}: its store session is lost, so it stopped taking jobs and handed back the ${s.handedBack} job(s) it was given untouched (their runs stay queued for another worker; a run it had claimed is interrupted when its lease runs out); restart the worker: ${lostCause}`,
+      { field: "store", owner, handed_back: s.handedBack, executed: s.executed },
+    );
+  };
   try {
     if (opts.once) {
       if (cron.length > 0) {
@@ -471,15 +541,23 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
         await started;
         await runner.stop();
       }
-      // N single-job drains: each takes jobs until none is due. A drain that put a job back for
-      // later (a workflow at its concurrency limit) waits for it and drains again.
+      // Rounds of N single-job drains, each taking jobs until none is due, until a round takes
+      // none. Another round after one that took a job: a `serial` workflow's next job is not due
+      // to a drain while the graphile queue is still locked by the job before it, whose completion
+      // graphile does not await. Completions are batched here (no delay) so that the end of a
+      // round awaits them: the next round finds the queue free, and no completion is cut by the
+      // end of the round's pool (the job would stay locked, its serial queue with it). A round
+      // that put a job back for later (a workflow at its concurrency limit) waits for it first.
+      const once = { ...common, preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } } };
       for (;;) {
         const before = summary.deferred + summary.retried;
-        await Promise.all(Array.from({ length: opts.concurrency }, () => runOnce(common)));
-        if (summary.deferred + summary.retried === before || kill.signal.aborted) break;
-        await new Promise((r) => setTimeout(r, Math.max(0, lastDeferredAt - Date.now()) + 50));
+        const takenBefore = taken;
+        await Promise.all(Array.from({ length: opts.concurrency }, () => runOnce(once)));
+        if (taken === takenBefore || kill.signal.aborted) break;
+        if (summary.deferred + summary.retried !== before)
+          await new Promise((r) => setTimeout(r, Math.max(0, lastDeferredAt - Date.now()) + 50));
       }
-      return summary;
+      return endOf(summary);
     }
     const events = new EventEmitter();
     const runner: Runner = await runGraphile({
@@ -493,13 +571,14 @@ export async function runWorker(ctx: WorkerContext, opts: WorkerOptions): Promis
       `worker ${owner} started: queue ${opts.queue}, concurrency ${opts.concurrency}, ${cron.length} schedule(s)`,
     );
     const stopped = new Promise<void>((resolve) => {
-      if (opts.stop?.aborted) resolve();
+      if (opts.stop?.aborted || lost.signal.aborted) resolve();
       opts.stop?.addEventListener("abort", () => resolve(), { once: true });
+      lost.signal.addEventListener("abort", () => resolve(), { once: true });
     });
     await Promise.race([stopped, runner.promise]);
     await runner.stop();
     await runner.promise.catch(() => undefined);
-    return summary;
+    return endOf(summary);
   } finally {
     clearInterval(sweep);
   }

@@ -14,7 +14,14 @@ export {
 export { type EndRole, openCopyEnd } from "./copy-ends.js";
 export { PG_MIGRATIONS, type PgMigration } from "./postgres/migrations.js";
 export { PgStore } from "./postgres/pg-store.js";
-export { PgError, type PgParam, type PgResult, SyncPg, type SyncPgOptions } from "./postgres/sync-client.js";
+export {
+  PgError,
+  type PgParam,
+  type PgResult,
+  SyncPg,
+  type SyncPgOptions,
+  storeBroken,
+} from "./postgres/sync-client.js";
 export { isPostgresUrl, redactUrl } from "./postgres/url.js";
 export { noteCommand, sqliteOnly } from "./refusal.js";
 export {

@@ -242,4 +242,9 @@ export interface Store {
   /** Runs `PRAGMA integrity_check`; returns "ok" when the file is sound. */
   integrityCheck(): string;
   close(): void;
+  /**
+   * Why the store's session is unusable for good (PostgreSQL: the bridge broke, the connection is
+   * lost), or undefined while it works. A SQLite store has no session to lose (undefined).
+   */
+  readonly broken?: string | undefined;
 }

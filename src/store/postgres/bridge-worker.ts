@@ -23,6 +23,15 @@ pg.types.setTypeParser(1700, toNumber);
 let client;
 /** SQL text → prepared statement name: each distinct statement is parsed once per session. */
 const names = new Map();
+/**
+ * Why the connection is gone for good (the server ended it, the socket closed): a pg Client never
+ * reconnects, so every later request fails, and each answer says so ("lost") for the caller to
+ * mark the session broken.
+ */
+let lost;
+// SQLSTATE classes of a connection the server ended or refused: 08 connection exception,
+// 57P01–57P03 administrator / crash shutdown, cannot connect now.
+const FATAL_SQLSTATE = /^(08|57P0[1-3])/;
 
 function reply(msg) {
   port.postMessage(msg);
@@ -53,7 +62,12 @@ async function handle(m) {
         application_name: m.applicationName,
       });
       // A connection lost between requests surfaces on the next query; do not crash the worker.
-      client.on("error", () => {});
+      client.on("error", (e) => {
+        lost ??= String((e && e.message) || e);
+      });
+      client.on("end", () => {
+        lost ??= "the connection to the server ended";
+      });
       await client.connect();
       return { ok: true, rows: [], rowCount: 0 };
     }
@@ -83,12 +97,22 @@ async function handle(m) {
 }
 
 port.on("message", (m) => {
+  if (lost !== undefined && m.kind !== "close") {
+    reply({ ok: false, error: { message: "the connection to the server is lost: " + lost }, lost });
+    return;
+  }
   handle(m).then(
     (answer) => {
       reply(answer);
       if (m.kind === "close") port.close();
     },
-    (e) => reply({ ok: false, error: errorOf(e) }),
+    (e) => {
+      const error = errorOf(e);
+      if (error.code && FATAL_SQLSTATE.test(error.code)) lost ??= error.message;
+      // pg rejects a query on a closed socket without a SQLSTATE ("Connection terminated").
+      if (client && (client._ending || client._queryable === false)) lost ??= error.message;
+      reply({ ok: false, error, ...(lost !== undefined && m.kind !== "connect" ? { lost } : {}) });
+    },
   );
 });
 `;

@@ -87,6 +87,11 @@ export class PgStore implements Store {
   #depth = 0;
   #sql?: SqlPort;
 
+  /** Why this store's session is unusable for good ({@link SyncPg.broken}), or undefined while it works. */
+  get broken(): string | undefined {
+    return this.pg.broken;
+  }
+
   get sql(): SqlPort {
     this.#sql ??= new PgSqlPort(this.pg, () => this.#depth > 0);
     return this.#sql;

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type PgCluster, pgAvailable, startPgCluster } from "../../../test/harness/pg.js";
 import { isRatchetError } from "../../core/index.js";
-import { PgError, SyncPg } from "./sync-client.js";
+import { PgError, SyncPg, storeBroken } from "./sync-client.js";
 
 let cluster: PgCluster;
 let url: string;
@@ -83,13 +83,42 @@ describe.runIf(pgAvailable())("SyncPg", () => {
     expect((caught as Error).message).toMatch(/no_such_db/);
   });
 
-  test("a server that goes away mid-session gives an error, not a hang", () => {
+  test("a server that ends the session gives an error, not a hang, and the session is broken for good (store_lost, broken)", () => {
     const pg = new SyncPg(url);
     const killer = new SyncPg(url);
     try {
       const [me] = pg.query<{ pid: number }>("SELECT pg_backend_pid() AS pid").rows;
+      expect(pg.broken).toBeUndefined();
       killer.query("SELECT pg_terminate_backend($1)", [me?.pid ?? 0]);
-      expect(() => pg.query("SELECT 1")).toThrow();
+      let caught: unknown;
+      try {
+        pg.query("SELECT 1");
+      } catch (e) {
+        caught = e;
+      }
+      expect(isRatchetError(caught, "store_lost")).toBe(true);
+      expect(storeBroken(caught)).toBe(true);
+      expect((caught as Error).message).toMatch(/terminating connection due to administrator command/);
+      expect(pg.broken).toMatch(/is lost .*this session is unusable/);
+      // Every later call refuses at once, flagged the same way.
+      let again: unknown;
+      try {
+        pg.exec("SELECT 1");
+      } catch (e) {
+        again = e;
+      }
+      expect(isRatchetError(again, "store_lost")).toBe(true);
+      expect(storeBroken(again)).toBe(true);
+      // A plain SQL error is not a broken session.
+      let plain: unknown;
+      try {
+        killer.query("SELEC nonsense");
+      } catch (e) {
+        plain = e;
+      }
+      expect(plain).toBeInstanceOf(PgError);
+      expect(storeBroken(plain)).toBe(false);
+      expect(killer.broken).toBeUndefined();
     } finally {
       pg.close();
       killer.close();
@@ -106,7 +135,9 @@ describe.runIf(pgAvailable())("SyncPg", () => {
         caught = e;
       }
       expect(isRatchetError(caught, "timeout")).toBe(true);
+      expect(storeBroken(caught)).toBe(true);
       expect((caught as Error).message).toMatch(/did not answer within 300 ms/);
+      expect(pg.broken).toMatch(/did not answer/);
       expect(() => pg.query("SELECT 1")).toThrow(/unusable/);
     } finally {
       pg.close();

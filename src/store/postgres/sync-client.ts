@@ -8,8 +8,9 @@
  * worker runs the query on its own event loop, posts the answer and flips the flag; the caller
  * wakes and takes the answer with `receiveMessageOnPort` (the synckit pattern). Every wait is
  * bounded: the server cancels a statement after `statement_timeout`, and the caller gives up on the
- * worker a margin later (a dead or stuck worker never hangs the process); after that the client is
- * broken and every call refuses at once.
+ * worker a margin later (a dead or stuck worker never hangs the process); after that — or once the
+ * connection to the server is lost — the client is broken ({@link SyncPg.broken}) and every call
+ * refuses at once with `store_lost`.
  */
 import { createRequire } from "node:module";
 import type { MessagePort, Worker } from "node:worker_threads";
@@ -57,7 +58,18 @@ interface WireError {
   table?: string;
 }
 
-type Answer = { ok: true; rows: unknown[]; rowCount: number } | { ok: false; error: WireError };
+type Answer =
+  | { ok: true; rows: unknown[]; rowCount: number }
+  | { ok: false; error: WireError; lost?: string };
+
+/**
+ * Whether `e` says the session it came from is broken for good ({@link SyncPg.broken}): every error
+ * the bridge throws from the breaking call on carries `details.store_broken: true`. The process
+ * must open a new session (in practice: exit and be restarted); retrying on this one is pointless.
+ */
+export function storeBroken(e: unknown): boolean {
+  return e instanceof RatchetError && e.details.store_broken === true;
+}
 
 export interface SyncPgOptions {
   /** Server-side `statement_timeout` (default {@link PG_STATEMENT_TIMEOUT_MS}). */
@@ -170,26 +182,48 @@ export class SyncPg {
     return this.#closed;
   }
 
+  /**
+   * Why this session is unusable for good, or undefined while it works: the bridge did not answer
+   * within its wait, woke without an answer, or the connection to the server was lost (ended by
+   * the server, the socket closed — a `pg` Client never reconnects). Every call refuses at once
+   * after that, with `store_lost` and `details.store_broken` ({@link storeBroken}).
+   */
+  get broken(): string | undefined {
+    return this.#broken;
+  }
+
   #call(msg: Record<string, unknown>, waitMs: number, sql?: string): { rows: unknown[]; rowCount: number } {
     if (this.#closed && msg.kind !== "close")
       throw new RatchetError(ErrorCode.Internal, `the PostgreSQL session to ${this.#url} is closed`);
-    if (this.#broken) throw new RatchetError(ErrorCode.Internal, this.#broken);
+    if (this.#broken)
+      throw new RatchetError(ErrorCode.StoreLost, this.#broken, { url: this.#url, store_broken: true });
     Atomics.store(this.#flag, 0, 0);
     this.#port.postMessage(msg);
     const waited = Atomics.wait(this.#flag, 0, 0, waitMs);
     if (waited === "timed-out") {
       this.#broken = `the PostgreSQL bridge to ${this.#url} did not answer within ${waitMs} ms (worker dead or stuck); this session is unusable`;
       this.#terminate();
-      throw new RatchetError(ErrorCode.Timeout, this.#broken, { url: this.#url });
+      throw new RatchetError(ErrorCode.Timeout, this.#broken, { url: this.#url, store_broken: true });
     }
     const received = threads().receiveMessageOnPort(this.#port);
     if (!received) {
       this.#broken = `the PostgreSQL bridge to ${this.#url} woke without an answer; this session is unusable`;
       this.#terminate();
-      throw new RatchetError(ErrorCode.Internal, this.#broken);
+      throw new RatchetError(ErrorCode.StoreLost, this.#broken, { url: this.#url, store_broken: true });
     }
     const answer = received.message as Answer;
-    if (!answer.ok) throw new PgError(answer.error, sql);
+    if (!answer.ok) {
+      const pgErr = new PgError(answer.error, sql);
+      if (answer.lost === undefined || msg.kind === "connect") throw pgErr;
+      this.#broken = `the PostgreSQL session to ${this.#url} is lost (${answer.lost}); this session is unusable`;
+      this.#terminate();
+      throw new RatchetError(
+        ErrorCode.StoreLost,
+        this.#broken,
+        { url: this.#url, store_broken: true, ...(pgErr.code ? { sqlstate: pgErr.code } : {}) },
+        { cause: pgErr },
+      );
+    }
     return answer;
   }
 
