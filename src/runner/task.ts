@@ -7,12 +7,15 @@
  * {@link verifyStep} (the DoD on a FRESH worktree holding only the patch decides "passed") →
  * {@link proveSourceUnchanged} → {@link applyStep} (complete-task mode) → {@link finish}.
  */
+
+import { existsSync } from "node:fs";
 import { ErrorCode, RatchetError } from "../core/index.js";
-import { detectSandbox, type SandboxInfo } from "../exec/index.js";
+import { detectSandbox, type RunResult, type SandboxInfo } from "../exec/index.js";
 import { applyToSource } from "./apply.js";
 import { type CommandSandbox, commandSandbox } from "./confine.js";
 import type { DodRun } from "./dod.js";
 import { normaliseDodOutput } from "./dod-normalise.js";
+import { gitRun } from "./git.js";
 import { TASK_MAX_TOKENS } from "./limits.js";
 import { hashText, patchPaths, pathsOutside, WorktreeView } from "./patch.js";
 import { preflightDod, preflightRepo, Refusal, type StaticPreflight } from "./preflight.js";
@@ -34,14 +37,49 @@ import {
   TaskStop,
 } from "./task-run.js";
 import { runnerTools } from "./tools.js";
-import { ProofWorktree, verifyOnFreshWorktree } from "./verify.js";
+import { type MadeProof, ProofWorktree, proofLeavesSourceAlone, verifyOnFreshWorktree } from "./verify.js";
 import {
   compareSnapshots,
   type RepoLayout,
+  readCopiedConfig,
+  SHOW_REF_ARGS,
+  type SnapshotReads,
   type SourceSnapshot,
   snapshotSource,
+  startSnapshotReads,
   type Worktree,
+  type WorktreeBase,
+  worktreeBase,
 } from "./worktree.js";
+
+/** The reads started beside preflight (see {@link earlyReads}). */
+interface EarlyReads {
+  /** The snapshot's `show-ref --head`. */
+  shown: Promise<RunResult>;
+  /** The settings every worktree of the task copies. */
+  copied: Promise<[string, string][]>;
+  /** Resolves once both are over (never rejects). */
+  settled(): Promise<void>;
+}
+
+/**
+ * Starts the "before" snapshot's `show-ref` and the read of the copied settings beside
+ * preflight's `rev-parse` (both only read the repository, and neither needs the layout).
+ * Their answers are used only when preflight passes, i.e. cwd is a repository root with a
+ * commit; `undefined` when cwd does not exist (preflight refuses without starting anything).
+ */
+function earlyReads(t: TaskRun): EarlyReads | undefined {
+  if (!existsSync(t.spec.cwd)) return undefined;
+  const shown = gitRun(SHOW_REF_ARGS, t.spec.cwd, t.runner);
+  const copied = readCopiedConfig(t.spec.cwd, t.runner);
+  return {
+    shown,
+    copied,
+    settled: async () => {
+      await Promise.all([shown.catch(() => undefined), copied.catch(() => undefined)]);
+    },
+  };
+}
 
 /** The worktree of the rounds and its command sandbox (disposed in `runTask`'s `finally`). */
 interface Work {
@@ -65,7 +103,7 @@ async function preflightStep(t: TaskRun): Promise<{ refused?: TaskResult; repo: 
  */
 async function prepareStep(
   t: TaskRun,
-  base: RepoLayout | undefined,
+  base: WorktreeBase | undefined,
   probing: Promise<SandboxInfo>,
   hold: (work: Work) => void,
 ): Promise<Confined> {
@@ -206,12 +244,14 @@ async function verifyStep(
   best: Best,
   probed: SandboxInfo,
   base: Worktree["base"],
-  made: Worktree | undefined,
+  made: MadeProof | undefined,
+  onDodStarted: (() => void) | undefined,
 ): Promise<{ passed: boolean; path: string }> {
   const fresh = await verifyOnFreshWorktree(t.spec, best.patch, {
     worktrees: t.worktrees,
     runner: t.runner,
     probed,
+    ...(onDodStarted ? { onDodStarted } : {}),
     ...(base ? { base } : {}),
     ...(made ? { made } : {}),
     ...(t.opts.signal ? { signal: t.opts.signal } : {}),
@@ -234,13 +274,12 @@ async function proveSourceUnchanged(
   before: SourceSnapshot,
   ours: string[],
   layout: RepoLayout | undefined,
+  reads: SnapshotReads | undefined,
 ): Promise<boolean> {
-  const after = await snapshotSource(
-    t.spec.cwd,
-    [t.spec.output_dir, ...ours],
-    t.runner,
-    layout ? { layout } : {},
-  );
+  const after = await snapshotSource(t.spec.cwd, [t.spec.output_dir, ...ours], t.runner, {
+    ...(layout ? { layout } : {}),
+    ...(reads ? { shown: reads.shown, status: reads.status } : {}),
+  });
   const changes = compareSnapshots(before, after);
   t.result.source_unchanged = changes.length === 0;
   t.result.source_changes = changes;
@@ -278,28 +317,46 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
   const t = startTask(spec, opts);
   let work: Work | undefined;
   let probing: Promise<SandboxInfo> | undefined;
+  let early: EarlyReads | undefined;
+  let afterReads: SnapshotReads | undefined;
   let proof: ProofWorktree | undefined;
   try {
-    const { refused, repo } = await preflightStep(t);
-    if (refused) return refused;
-    // The launcher probe (a process of its own) runs beside the snapshot and the checkout; it
-    // must come from this task's process runner, so it is probed again for every task.
+    // Preflight's `rev-parse` and `status`, the snapshot's `show-ref`, the settings the worktrees
+    // copy and the launcher probe all start now, side by side: each only reads, none needs
+    // another's answer, and what a refused task started is dropped (see earlyReads).
+    const preflighting = preflightStep(t);
+    early = earlyReads(t);
+    // The probe must come from this task's process runner, so it is probed again for every task.
     probing = detectSandbox({ languages: ["python"], runner: t.runner, refresh: true });
+    const { refused, repo } = await preflighting;
+    if (refused) return refused;
     const layout = repo.layout;
     const before = await snapshotSource(spec.cwd, [spec.output_dir], t.runner, {
       ...(layout ? { layout } : {}),
       ...(repo.status !== undefined ? { status: repo.status } : {}),
+      ...(early ? { shown: early.shown } : {}),
     });
-    // The worktree is made of the commit the snapshot saw.
-    const base = layout && before.head !== "" ? { ...layout, head: before.head } : undefined;
+    // The worktree is made of the commit the snapshot saw, with the settings read before it.
+    const base =
+      layout && before.head !== "" && early
+        ? worktreeBase(layout, before.head, await early.copied)
+        : undefined;
     const confined = await prepareStep(t, base, probing, (w) => {
       work = w;
     });
     const pre = await preflightDodStep(t, confined);
     if (pre.refused) return pre.refused;
     // Where commands are confined, the proof's fresh worktree is made while the rounds run.
-    if (confined.sandbox.protection === "landlock")
-      proof = new ProofWorktree(t.worktrees, spec.cwd, confined.worktree.base, confined.sandbox.writable);
+    if (confined.sandbox.protection === "landlock") {
+      const probed = confined.sandbox.probed;
+      proof = new ProofWorktree(
+        t.worktrees,
+        spec.cwd,
+        confined.worktree.base,
+        confined.sandbox.writable,
+        (wt) => commandSandbox(wt, spec.writable_paths, t.runner, probed),
+      );
+    }
     const { best, stop } = await roundsStep(t, confined, pre.dod);
     const exportRefused = exportStep(t, best);
     if (exportRefused) return exportRefused;
@@ -309,12 +366,23 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
     let verified: { passed: boolean; path: string } | undefined;
     if (best.dod.passed) {
       const made = await proof?.take();
+      // The rounds are over. When the proof's commands cannot write anything the after-snapshot's
+      // git calls read, those calls run beside the proof's DoD (started right after it, which is
+      // what decides "passed"); the snapshot's files are read after the proof, as ever. Not when
+      // the patch goes into the source next: there the snapshot is taken as late as it can be.
+      const removed = [confined.worktree.path, confined.worktree.git.gitDir];
+      const beside =
+        made && layout && !spec.apply_to_source && proofLeavesSourceAlone(made, layout, removed)
+          ? () => {
+              afterReads = startSnapshotReads(spec.cwd, t.runner);
+            }
+          : undefined;
       // With the proof's worktree already there, the rounds' worktree is removed while the
       // patch is applied and the DoD runs on it; otherwise first (git then makes the next one).
       const removing = made ? removeWork(t, confined) : undefined;
       if (!made) await removeWork(t, confined);
       try {
-        verified = await verifyStep(t, best, probed, confined.worktree.base, made);
+        verified = await verifyStep(t, best, probed, confined.worktree.base, made, beside);
       } finally {
         await removing;
       }
@@ -324,7 +392,7 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
       await removeWork(t, confined);
     }
     if (verified) ours.push(verified.path);
-    if (!(await proveSourceUnchanged(t, before, ours, layout)))
+    if (!(await proveSourceUnchanged(t, before, ours, layout, afterReads)))
       return finish(t, "failed", TaskStop.SourceChanged);
     if (!best.dod.passed) return finish(t, "failed", stop);
     if (!verified?.passed) return finish(t, "failed", TaskStop.FreshDodFailed);
@@ -339,7 +407,7 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
     if (work !== undefined) await removeWork(t, work);
     // the last status written is the final one (rounds' progress writes go in order before it)
     await t.art.settled();
-    // a probe still running when the task failed early is not left unobserved
-    await probing?.catch(() => undefined);
+    // a probe or an early read still running when the task failed early is not left unobserved
+    await Promise.all([probing?.catch(() => undefined), early?.settled(), afterReads?.settled()]);
   }
 }

@@ -23,9 +23,17 @@ import { rm, rmdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { ErrorCode, RatchetError } from "../core/index.js";
-import type { ProcessRunner } from "../exec/index.js";
+import type { ProcessRunner, RunResult } from "../exec/index.js";
 import { realProcessRunner } from "../exec/index.js";
-import { git, gitRun, PINNED_GIT_CONFIG, type PinnedRepo, pinnedGit, pinnedGitRun } from "./git.js";
+import {
+  checkedOutput,
+  git,
+  gitRun,
+  PINNED_GIT_CONFIG,
+  type PinnedRepo,
+  pinnedGit,
+  pinnedGitRun,
+} from "./git.js";
 import { WORKTREE_PREFIX } from "./limits.js";
 
 /**
@@ -171,8 +179,8 @@ export function privateConfig(copied: readonly (readonly [string, string])[]): s
   return `${lines.join("\n")}\n`;
 }
 
-/** The copied settings of `source` (one `git config` call). */
-async function copiedConfig(source: string, runner: ProcessRunner): Promise<[string, string][]> {
+/** The copied settings of `source` (one `git config` call; it only reads). */
+export async function readCopiedConfig(source: string, runner: ProcessRunner): Promise<[string, string][]> {
   const listed = await gitRun(["config", "-z", "--get-regexp", COPIED_CONFIG.source], source, runner);
   return listed.stdout
     .split("\0")
@@ -208,7 +216,19 @@ async function withBase(
     throw new RatchetError(ErrorCode.WorkFailed, `${source} has no commit (HEAD does not exist)`, {
       cwd: source,
     });
-  const [copied] = await Promise.all([copiedConfig(source, runner), checkout(commit)]);
+  const [copied] = await Promise.all([readCopiedConfig(source, runner), checkout(commit)]);
+  return worktreeBase(layout, commit, copied);
+}
+
+/**
+ * The base of a task's worktrees from the source's layout, the commit and the copied settings
+ * ({@link readCopiedConfig}), read before any worktree exists; `info/exclude` is read now.
+ */
+export function worktreeBase(
+  layout: RepoLayout,
+  commit: string,
+  copied: readonly (readonly [string, string])[],
+): WorktreeBase {
   const exclude = existsSync(layout.exclude) ? readFileSync(layout.exclude) : Buffer.alloc(0);
   return { commit, objects: layout.objects, common: layout.common, exclude, copied };
 }
@@ -336,6 +356,37 @@ async function removeWorktree(path: string, adminDir: string): Promise<void> {
   }
 }
 
+/** The snapshot's one call for `HEAD` and every ref. */
+export const SHOW_REF_ARGS = ["show-ref", "--head"] as const;
+
+/** The source's status as preflight and the snapshots read it. */
+export const STATUS_ARGS = ["status", "--porcelain=v1", "--untracked-files=all"] as const;
+
+/** A snapshot's two git calls, started ahead of its file reads (see {@link startSnapshotReads}). */
+export interface SnapshotReads {
+  shown: Promise<RunResult>;
+  status: Promise<string>;
+  /** Resolves once both calls are over (never rejects). */
+  settled(): Promise<void>;
+}
+
+/**
+ * Starts the git calls of a snapshot of `source` now; {@link snapshotSource} takes them
+ * (`known`) and reads the files when it runs. For a caller that knows nothing can change what
+ * these calls read until the files are read.
+ */
+export function startSnapshotReads(source: string, runner: ProcessRunner = realProcessRunner): SnapshotReads {
+  const shown = gitRun(SHOW_REF_ARGS, source, runner);
+  const status = gitRun(STATUS_ARGS, source, runner).then((r) => checkedOutput(r, STATUS_ARGS, source));
+  return {
+    shown,
+    status,
+    settled: async () => {
+      await Promise.all([shown.catch(() => undefined), status.catch(() => undefined)]);
+    },
+  };
+}
+
 /** What a worktree could change in its source without `git status` noticing. */
 export interface SourceSnapshot {
   head: string;
@@ -395,7 +446,7 @@ export async function snapshotSource(
   source: string,
   ignore: readonly string[] = [],
   runner: ProcessRunner = realProcessRunner,
-  known: { layout?: RepoLayout; status?: string } = {},
+  known: { layout?: RepoLayout; status?: string | Promise<string>; shown?: Promise<RunResult> } = {},
 ): Promise<SourceSnapshot> {
   const layout = known.layout ?? (await readRepoLayout(source, runner));
   const { top, common } = layout;
@@ -406,8 +457,8 @@ export async function snapshotSource(
   // unless the refs live in a reftable.
   const reftable = existsSync(join(common, "reftable"));
   const [shown, rawStatus, stashList] = await Promise.all([
-    gitRun(["show-ref", "--head"], source, runner),
-    known.status ?? git(["status", "--porcelain=v1", "--untracked-files=all"], source, runner),
+    known.shown ?? gitRun(SHOW_REF_ARGS, source, runner),
+    known.status ?? git(STATUS_ARGS, source, runner),
     reftable ? gitRun(["stash", "list"], source, runner) : undefined,
   ]);
   const status = rawStatus
