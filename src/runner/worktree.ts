@@ -204,10 +204,10 @@ async function withBase(
   source: string,
   given: WorktreeBase | RepoLayout | undefined,
   runner: ProcessRunner,
-  checkout: (commit: string) => Promise<unknown>,
+  checkout: (commit: string, common: string) => Promise<unknown>,
 ): Promise<WorktreeBase> {
   if (given && isBase(given)) {
-    await checkout(given.commit);
+    await checkout(given.commit, given.common);
     return given;
   }
   const layout = given ?? (await readRepoLayout(source, runner));
@@ -216,7 +216,7 @@ async function withBase(
     throw new RatchetError(ErrorCode.WorkFailed, `${source} has no commit (HEAD does not exist)`, {
       cwd: source,
     });
-  const [copied] = await Promise.all([readCopiedConfig(source, runner), checkout(commit)]);
+  const [copied] = await Promise.all([readCopiedConfig(source, runner), checkout(commit, layout.common)]);
   return worktreeBase(layout, commit, copied);
 }
 
@@ -234,22 +234,62 @@ export function worktreeBase(
 }
 
 /**
- * The admin folder git just made for the worktree at `path`, from the `gitdir:` line of its `.git`
- * file (read now, while nothing but git has written there; the same file `git rev-parse
- * --absolute-git-dir` would read). It must be a folder under `<common>/worktrees/`.
+ * Checks `commit` out into a new linked worktree at `path` (which must not exist) and returns its
+ * admin folder: what `git worktree add --detach` does, in one git process instead of three (its
+ * own, `update-ref` and `reset --hard`). The admin folder `<common>/worktrees/wt-XXXXXX` gets the
+ * files git's own command writes (`gitdir`, `commondir`, a detached `HEAD`; `locked` while it is
+ * made, so a concurrent `git worktree prune` leaves it alone), the worktree its `.git` file, and
+ * then `git read-tree --reset -u` checks the commit out through that admin folder, exactly as
+ * `reset --hard` would there: the source's settings, attributes and filters (LFS), no hook, no
+ * fsmonitor, no submodule. Its index, with the stat data of every file, is the one the worktree's
+ * own git then uses.
  */
-function adminDirOf(path: string, common: string): string | undefined {
-  const text = readFileSync(join(path, ".git"), "utf8");
-  const m = /^gitdir: (.+)\n?$/.exec(text);
-  if (!m) return undefined;
-  const dir = resolve(path, m[1] as string);
+async function checkOut(
+  path: string,
+  commit: string,
+  common: string,
+  runner: ProcessRunner,
+): Promise<string> {
+  mkdirSync(path);
   const worktrees = join(realpathSync(common), "worktrees");
-  return dirname(dir) === worktrees && existsSync(dir) ? dir : undefined;
+  mkdirSync(worktrees, { recursive: true });
+  const admin = mkdtempSync(join(worktrees, "wt-"));
+  try {
+    writeFileSync(join(admin, "locked"), "initializing\n");
+    writeFileSync(join(admin, "commondir"), "../..\n");
+    writeFileSync(join(admin, "gitdir"), `${join(path, ".git")}\n`);
+    writeFileSync(join(admin, "HEAD"), `${commit}\n`);
+    writeFileSync(join(path, ".git"), `gitdir: ${admin}\n`);
+    await git(
+      [
+        "--git-dir",
+        admin,
+        "--work-tree",
+        path,
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        "core.fsmonitor=false",
+        "read-tree",
+        "--reset",
+        "-u",
+        "--no-recurse-submodules",
+        commit,
+      ],
+      path,
+      runner,
+    );
+    rmSync(join(admin, "locked"));
+    return admin;
+  } catch (err) {
+    await removeWorktree(path, admin);
+    throw err;
+  }
 }
 
 /**
  * Makes the private git dir of a new worktree (see {@link PinnedRepo}) from `base` and fills its
- * index: a copy of the one `git worktree add` just wrote in the admin folder (nothing else has
+ * index: a copy of the one the checkout ({@link checkOut}) just wrote in the admin folder (nothing else has
  * written there yet), which has the stat data of every checked-out file. The copy is newer than
  * every checkout write, and nothing writes the worktree before it is made, so its stat data are
  * exact (no entry needs hashing again, and no refresh is run). A split index (whose shared part
@@ -286,41 +326,25 @@ async function makePrivateGitDir(
 /**
  * The real adapter: git worktrees under `os.tmpdir()` named `ratchet-runner-<pid>-…/wt`, with the
  * private git dir beside them (`…/git`). The source's hooks do not run for Ratchet's worktree.
- * One git process per worktree when the task's base is given (`git worktree add`); without it,
- * `rev-parse` and `git config` run beside the checkout.
+ * One git process per worktree when the task's base is given (the checkout, {@link checkOut});
+ * without it, `rev-parse` and `git config` run beside the checkout.
  */
 export function gitWorktrees(runner: ProcessRunner = realProcessRunner): Worktrees {
   return {
     async create(source, given) {
       const parent = mkdtempSync(join(realpathSync(tmpdir()), `${WORKTREE_PREFIX}${process.pid}-`));
       const path = join(parent, "wt");
+      let adminDir: string | undefined;
       try {
-        const base = await withBase(source, given, runner, (commit) =>
-          git(
-            [
-              "-c",
-              "core.hooksPath=/dev/null",
-              "-c",
-              "core.fsmonitor=false",
-              "worktree",
-              "add",
-              "--detach",
-              path,
-              commit,
-            ],
-            source,
-            runner,
-          ),
-        );
-        // Read once, now, while nothing but git has written in the worktree.
-        const adminDir =
-          adminDirOf(path, base.common) ??
-          (await git(["rev-parse", "--absolute-git-dir"], path, runner)).trim();
+        const base = await withBase(source, given, runner, async (commit, common) => {
+          adminDir = await checkOut(path, commit, common, runner);
+        });
+        const admin = adminDir as string;
         try {
-          const repo = await makePrivateGitDir(base, join(parent, "git"), path, adminDir, runner);
-          return { path, adminDir, git: repo, base };
+          const repo = await makePrivateGitDir(base, join(parent, "git"), path, admin, runner);
+          return { path, adminDir: admin, git: repo, base };
         } catch (err) {
-          await removeWorktree(path, adminDir);
+          await removeWorktree(path, admin);
           throw err;
         }
       } catch (err) {
