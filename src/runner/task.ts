@@ -344,9 +344,9 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
     const confined = await prepareStep(t, base, probing, (w) => {
       work = w;
     });
-    const pre = await preflightDodStep(t, confined);
-    if (pre.refused) return pre.refused;
-    // Where commands are confined, the proof's fresh worktree is made while the rounds run.
+    const preflighted = preflightDodStep(t, confined);
+    // Where commands are confined, the proof's fresh worktree is made while the preflight DoD
+    // (started first) and the rounds run: none of their commands can write it.
     if (confined.sandbox.protection === "landlock") {
       const probed = confined.sandbox.probed;
       proof = new ProofWorktree(
@@ -357,6 +357,8 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
         (wt) => commandSandbox(wt, spec.writable_paths, t.runner, probed),
       );
     }
+    const pre = await preflighted;
+    if (pre.refused) return pre.refused;
     const { best, stop } = await roundsStep(t, confined, pre.dod);
     const exportRefused = exportStep(t, best);
     if (exportRefused) return exportRefused;
