@@ -36,8 +36,8 @@ export function writableInto(wt: Worktree, writable: readonly string[]): boolean
 }
 
 /**
- * The proof's fresh worktree, made ahead of time: while the rounds run, beside the model's
- * calls. Only where commands are confined (so nothing the rounds run can write there: not the
+ * The proof's fresh worktree, made ahead of time: while the preflight DoD and the rounds run,
+ * beside them. Only where commands are confined (so nothing the rounds run can write there: not the
  * worktree, not its admin folder, not its private git dir; one any writable folder reaches is
  * thrown away) and from the task's base (the commit the rounds started from), so it is the same
  * tree a worktree made after the rounds would be. Whoever {@link ProofWorktree.take}s it owns it;
