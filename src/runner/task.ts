@@ -11,13 +11,14 @@
 import { existsSync } from "node:fs";
 import { ErrorCode, RatchetError } from "../core/index.js";
 import { detectSandbox, type RunResult, type SandboxInfo } from "../exec/index.js";
+import type { LoopTool } from "../model/index.js";
 import { applyToSource } from "./apply.js";
 import { type CommandSandbox, commandSandbox } from "./confine.js";
 import type { DodRun } from "./dod.js";
 import { normaliseDodOutput } from "./dod-normalise.js";
 import { gitRun } from "./git.js";
 import { TASK_MAX_TOKENS } from "./limits.js";
-import { hashText, patchPaths, pathsOutside, WorktreeView } from "./patch.js";
+import { hashText, patchPaths, pathsOutside, rawDiffSettings, WorktreeView } from "./patch.js";
 import { preflightDod, preflightRepo, Refusal, type StaticPreflight } from "./preflight.js";
 import { type Best, type RoundContext, redactDod, runRound } from "./round.js";
 import { scoreRound } from "./score.js";
@@ -158,17 +159,21 @@ async function roundsStep(t: TaskRun, work: Confined, pre: DodRun): Promise<{ be
     repo: work.worktree.git,
     view: work.view,
     sandbox: work.sandbox,
-    tools: runnerTools({
-      worktree: work.worktree.path,
-      repo: work.worktree.git,
-      source: spec.cwd,
-      allowlist: spec.allowlist,
-      protectedPaths: spec.protected_paths,
-      runner: t.runner,
-      sandbox: work.sandbox,
-      redact: t.redact,
-      onRefusal: (tool, reason) => art.event("tool_refused", { tool, reason }),
-    }),
+    // a tool waits for the last round's diff before it touches the worktree (see runRound)
+    tools: gated(
+      runnerTools({
+        worktree: work.worktree.path,
+        repo: work.worktree.git,
+        source: spec.cwd,
+        allowlist: spec.allowlist,
+        protectedPaths: spec.protected_paths,
+        runner: t.runner,
+        sandbox: work.sandbox,
+        redact: t.redact,
+        onRefusal: (tool, reason) => art.event("tool_refused", { tool, reason }),
+      }),
+      () => ctx.gate,
+    ),
     context: readContext(spec, t.redact),
     art,
     tokens,
@@ -176,29 +181,63 @@ async function roundsStep(t: TaskRun, work: Confined, pre: DodRun): Promise<{ be
     logDod: (label, dod) => logDod(t, label, dod),
     redact: t.redact,
     ...(opts.signal ? { signal: opts.signal } : {}),
+    rawDiff: rawDiffSettings(work.worktree.base?.copied),
   };
   let best: Best = { score: scoreRound(false, pre.output), patch: "", round: 0, dod: pre };
   let last = pre;
-  let lastPatch = "";
-  let prevKey: string | undefined;
+  const paths = [work.worktree.path, spec.cwd];
+  // the last round's no-progress key and patch (its diff may still run: see runRound)
+  let prev: Promise<{ key: string; patch: string }> | undefined;
+  // every way out waits for a diff still running (and fails the task if it failed)
+  const ended = async (stop: TaskStop) => {
+    await ctx.gate;
+    return { best, stop };
+  };
   for (let round = 1; round <= spec.max_rounds; round++) {
-    if (tokens.input + tokens.output >= TASK_MAX_TOKENS) return { best, stop: TaskStop.Budget };
-    if (opts.signal?.aborted) return { best, stop: TaskStop.Cancelled };
+    if (tokens.input + tokens.output >= TASK_MAX_TOKENS) return ended(TaskStop.Budget);
+    if (opts.signal?.aborted) return ended(TaskStop.Cancelled);
     t.result.rounds = round;
     art.event("round_started", { round });
     art.progress("running", { round });
+    ctx.progressPossible = prev !== undefined;
     const r = await runRound(ctx, round, last, best);
     last = r.dod;
-    if (r.kept) best = { score: r.score, patch: r.patch, round, dod: r.dod };
-    if (r.dod.passed) return { best, stop: TaskStop.Passed };
-    if (r.modelError !== undefined) return { best, stop: TaskStop.ModelError };
-    if (r.loop?.stopReason === "cancelled") return { best, stop: TaskStop.Cancelled };
-    const key = progressKey(r.patch, r.dod.output, [work.worktree.path, spec.cwd]);
-    if (key === prevKey && r.patch === lastPatch) return { best, stop: TaskStop.NoProgress };
-    prevKey = key;
-    lastPatch = r.patch;
+    ctx.lastFingerprint = r.fingerprint;
+    ctx.gate = undefined;
+    if (r.kept) {
+      const kept: Best = { score: r.score, patch: r.patch ?? "", round, dod: r.dod };
+      best = kept;
+      if (r.patch === undefined)
+        ctx.gate = r.patching.then((patch) => {
+          kept.patch = patch;
+        });
+    }
+    if (r.dod.passed) return ended(TaskStop.Passed);
+    if (r.modelError !== undefined) return ended(TaskStop.ModelError);
+    if (r.loop?.stopReason === "cancelled") return ended(TaskStop.Cancelled);
+    const output = r.dod.output;
+    const mine = r.patching.then((patch) => ({ key: progressKey(patch, output, paths), patch }));
+    mine.catch(() => undefined); // a failed diff fails the task through the gate
+    // A round left running differs from the last one (its fingerprint does), so it is progress.
+    if (r.patch !== undefined && prev !== undefined) {
+      const p = await prev;
+      if (p.key === progressKey(r.patch, output, paths) && p.patch === r.patch)
+        return ended(TaskStop.NoProgress);
+    }
+    prev = mine;
   }
-  return { best, stop: TaskStop.MaxRounds };
+  return ended(TaskStop.MaxRounds);
+}
+
+/** `tools`, each waiting for `gate()` (the last round's diff still running) before it runs. */
+function gated(tools: LoopTool[], gate: () => Promise<unknown> | undefined): LoopTool[] {
+  return tools.map((tool) => ({
+    def: tool.def,
+    async execute(args, c) {
+      await gate();
+      return tool.execute(args, c);
+    },
+  }));
 }
 
 /** The patch re-checked (allowlist, no known secret) and written with hunk.md. A refusal ends the task. */
