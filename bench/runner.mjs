@@ -136,7 +136,7 @@ try {
     const samples = Object.fromEntries(
       sides.map(([name]) => [
         name,
-        { overheads: [], loop: [], fixed: [], dod: [], model: [], wall: [], procs: [], cpu: [] },
+        { overheads: [], loop: [], fixed: [], dod: [], proof: [], model: [], wall: [], procs: [], cpu: [] },
       ]),
     );
     try {
@@ -219,6 +219,7 @@ try {
           x.model.push(modelMs / ROUNDS);
           x.wall.push(wall / ROUNDS);
           x.dod.push(...runs);
+          x.proof.push(runs.at(-1) ?? 0);
           x.procs.push(procs);
           x.cpu.push(cpu);
         }
@@ -241,6 +242,8 @@ try {
         [`${tag}${side} task wall ms/round (median)`]: median(x.wall),
         [`${tag}${side} model ms/round (median, scripted)`]: median(x.model),
         [`${tag}${side} DoD run median ms (baseline)`]: dodMedian,
+        // the proof's run alone: where other work runs beside it, a longer run here shows it
+        [`${tag}${side} fresh-worktree DoD run ms (median)`]: median(x.proof),
         [`${tag}${side} runner overhead ms/round (median)`]: overhead,
         [`${tag}${side} runner overhead ms/round (range)`]: range(x.overheads),
         [`${tag}${side} overhead / DoD time`]: overhead / dodMedian,

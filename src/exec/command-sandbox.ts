@@ -25,6 +25,14 @@ import type { ProcessRunner, RunRequest } from "./types.js";
 /** Prefix of the runner's private TMPDIR (`ratchet-runner-<pid>-XXXXXX`, swept when its owner died). */
 export const RUNNER_DIR_PREFIX = "ratchet-runner-";
 
+/**
+ * How often one process sweeps a temp folder for dead owners' runner folders. Listing a shared
+ * `/tmp` is O(its entries) (~7 ms for 8,000 here), and every task made two sandboxes; what is
+ * swept is litter of processes already dead, so once a minute loses nothing but a minute.
+ */
+const SWEEP_EVERY_MS = 60_000;
+const lastSweep = new Map<string, number>();
+
 /** How the runner's commands are confined for one task. */
 export interface CommandSandbox {
   /** `landlock` when commands are confined, `none` otherwise. */
@@ -90,7 +98,11 @@ export async function commandSandbox(
   }
   const env = opts.env ?? process.env;
   const admin = gitAdminDir && isAbsolute(gitAdminDir) ? gitAdminDir : undefined;
-  sweepStaleDirs(tmpdir(), RUNNER_DIR_PREFIX);
+  const now = Date.now();
+  if (now - (lastSweep.get(tmpdir()) ?? Number.NEGATIVE_INFINITY) >= SWEEP_EVERY_MS) {
+    lastSweep.set(tmpdir(), now);
+    sweepStaleDirs(tmpdir(), RUNNER_DIR_PREFIX);
+  }
   const tmp = mkdtempSync(resolve(tmpdir(), `${RUNNER_DIR_PREFIX}${process.pid}-`));
   const writable = [worktree, ...(admin ? [admin] : []), tmp, ...extraWritable];
   const python = await resolvePython(env);

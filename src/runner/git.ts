@@ -55,10 +55,14 @@ export async function git(
   runner: ProcessRunner = realProcessRunner,
   stdin?: string | Uint8Array,
 ): Promise<string> {
-  return checked(await gitRun(args, cwd, runner, stdin), args, cwd);
+  return checkedOutput(await gitRun(args, cwd, runner, stdin), args, cwd);
 }
 
-function checked(r: RunResult, args: readonly string[], cwd: string): string {
+/**
+ * The stdout of a finished git call.
+ * @throws RatchetError `work_failed` with git's stderr when git exits non-zero.
+ */
+export function checkedOutput(r: RunResult, args: readonly string[], cwd: string): string {
   if (r.exitCode !== 0) {
     const why = r.spawnError?.message ?? (r.stderr.trim() || r.stdout.trim() || `exit ${r.exitCode}`);
     throw new RatchetError(ErrorCode.WorkFailed, `git ${args.join(" ")} failed in ${cwd}: ${why}`, {
@@ -155,5 +159,5 @@ export async function pinnedGit(
   runner: ProcessRunner = realProcessRunner,
   stdin?: string | Uint8Array,
 ): Promise<string> {
-  return checked(await pinnedGitRun(args, repo, runner, stdin), args, repo.workTree);
+  return checkedOutput(await pinnedGitRun(args, repo, runner, stdin), args, repo.workTree);
 }

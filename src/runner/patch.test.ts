@@ -19,7 +19,14 @@ import {
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { makeRepo, type TestRepo } from "../../test/helpers/runner-repo.js";
-import { diffAllowlisted, patchPaths, restoreProtected, restoreTo, WorktreeView } from "./patch.js";
+import {
+  diffAllowlisted,
+  patchPaths,
+  rawDiffSettings,
+  restoreProtected,
+  restoreTo,
+  WorktreeView,
+} from "./patch.js";
 import { gitWorktrees, type Worktree } from "./worktree.js";
 
 const cleanups: (() => unknown)[] = [];
@@ -195,5 +202,56 @@ describe("WorktreeView: new allowlisted files reach the patch", () => {
     const viaView = await diffAllowlisted(wt.git, ALLOW, undefined, view);
     expect(patchPaths(viaView)).toEqual(["src/kept.sh"]);
     expect(await diffAllowlisted(wt.git, ALLOW)).toBe(viaView);
+  });
+});
+
+describe("WorktreeView.fingerprint: equal exactly when git's allowlist diff is", () => {
+  it("follows the bytes and the executable bit, not the other permission bits", async () => {
+    const { wt, view } = await fixture();
+    const fp = () => view.fingerprint(ALLOW, true);
+    const diff = () => diffAllowlisted(wt.git, ALLOW, undefined, view);
+    const start = fp();
+    expect(start).toBeDefined();
+    chmodSync(join(wt.path, "calc.sh"), 0o600); // git records no difference
+    expect(fp()).toBe(start);
+    expect(await diff()).toBe("");
+    chmodSync(join(wt.path, "calc.sh"), 0o755);
+    const exec = fp();
+    expect(exec).not.toBe(start);
+    expect(await diff()).toMatch(/new mode 100755/);
+    writeFileSync(join(wt.path, "src", "lib.sh"), "lib2\n");
+    expect(fp()).not.toBe(exec);
+    writeFileSync(join(wt.path, "src", "lib.sh"), "lib\n");
+    expect(fp()).toBe(exec);
+  });
+
+  it("cannot tell (undefined) with a file git does not diff yet, a .gitattributes above, or converting settings", async () => {
+    const { wt, view } = await fixture();
+    expect(view.fingerprint(ALLOW, false)).toBeUndefined();
+    writeFileSync(join(wt.path, "src", "new.sh"), "new\n");
+    expect(view.fingerprint(ALLOW, true)).toBeUndefined();
+    rmSync(join(wt.path, "src", "new.sh"));
+    expect(view.fingerprint(ALLOW, true)).toBeDefined();
+    writeFileSync(join(wt.path, ".gitattributes"), "*.sh text eol=crlf\n");
+    expect(view.fingerprint(ALLOW, true)).toBeUndefined();
+    rmSync(join(wt.path, ".gitattributes"));
+    writeFileSync(join(wt.path, "src", ".gitattributes"), "lib.sh -diff\n");
+    expect(view.fingerprint(ALLOW, true)).toBeUndefined();
+  });
+
+  it("rawDiffSettings: only settings under which git compares bytes and modes as they are", () => {
+    expect(rawDiffSettings([])).toBe(true);
+    expect(rawDiffSettings(undefined)).toBe(false);
+    expect(rawDiffSettings([["core.autocrlf", "false"]])).toBe(true);
+    expect(rawDiffSettings([["core.autocrlf", "input"]])).toBe(false);
+    expect(rawDiffSettings([["core.autocrlf", "true"]])).toBe(false);
+    expect(rawDiffSettings([["core.filemode", "false"]])).toBe(false);
+    expect(rawDiffSettings([["core.symlinks", "no"]])).toBe(false);
+    expect(
+      rawDiffSettings([
+        ["core.filemode", "true"],
+        ["core.ignorecase", "true"],
+      ]),
+    ).toBe(true);
   });
 });

@@ -146,6 +146,42 @@ export class WorktreeView {
     });
   }
 
+  /**
+   * What the allowlist's diff against HEAD is a function of, as one hash, or `undefined` when the
+   * view cannot tell: every file under the allowlist (path, what git records of its mode: symlink,
+   * executable or not; its bytes), when each is one git already diffs (tracked or added) and no
+   * `.gitattributes` sits in the folder of any of them or of any entry, or above (so no filter,
+   * eol or diff attribute), and `raw` (the copied settings convert nothing:
+   * {@link rawDiffSettings}). Then two equal hashes mean the same diff and two different ones a
+   * different diff (the patch gives back the bytes and modes), so a round whose hash differs from
+   * the last one's cannot be "no progress", whatever git answers for it.
+   */
+  fingerprint(allowlist: readonly string[], raw: boolean): string | undefined {
+    if (!raw || this.tracked === undefined) return undefined;
+    const now = walk(this.root, allowlist, VIEW_MAX_FILES);
+    if (now === undefined) return undefined;
+    const dirs = new Set<string>([""]);
+    for (const p of [...allowlist, ...now.map((f) => f.rel)]) {
+      const parts = p.split("/");
+      for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join("/"));
+    }
+    for (const d of dirs) {
+      if (lstatSync(join(this.root, d, ".gitattributes"), { throwIfNoEntry: false }) !== undefined)
+        return undefined;
+    }
+    const h = createHash("sha256");
+    let bytes = 0;
+    for (const f of now.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0))) {
+      if (!this.known.has(f.rel)) return undefined;
+      bytes += f.st.size;
+      if (bytes > VIEW_MAX_PROTECTED_BYTES) return undefined;
+      const kind = f.st.isSymbolicLink() ? "l" : f.st.mode & 0o100 ? "x" : "f";
+      h.update(`${f.rel}\0${kind}\0${f.st.size}\0`);
+      h.update(contentOf(this.root, f));
+    }
+    return h.digest("hex");
+  }
+
   /** The hash of the pristine protected contents, or `undefined` when the view did not keep them. */
   get pristineHash(): string | undefined {
     return this.protectedHash;
@@ -163,6 +199,23 @@ import { join } from "node:path";
 import { type ProcessRunner, realProcessRunner } from "../exec/index.js";
 import { type PinnedRepo, pinnedGit, pinnedGitRun } from "./git.js";
 import { inList } from "./spec.js";
+
+/**
+ * True when the copied source settings make git compare a file's bytes as they are: no
+ * `core.autocrlf` conversion, and file modes and symlinks recorded as they are. Pure.
+ */
+export function rawDiffSettings(copied: readonly (readonly [string, string])[] | undefined): boolean {
+  if (copied === undefined) return false;
+  const get = (k: string) => copied.findLast(([key]) => key === k)?.[1]?.toLowerCase();
+  const falsy = (v: string | undefined) =>
+    v === "" || v === "false" || v === "no" || v === "off" || v === "0";
+  const autocrlf = get("core.autocrlf");
+  return (
+    (autocrlf === undefined || falsy(autocrlf)) &&
+    !falsy(get("core.filemode")) &&
+    !falsy(get("core.symlinks"))
+  );
+}
 
 const literal = (paths: readonly string[]) => paths.map((p) => `:(literal)${p}`);
 

@@ -7,10 +7,17 @@ import { existsSync, realpathSync, statSync } from "node:fs";
 import { type ProcessRunner, realProcessRunner } from "../exec/index.js";
 import { type CommandSandbox, commandSandbox } from "./confine.js";
 import { type DodRun, runDod } from "./dod.js";
-import { git, gitRun } from "./git.js";
+import { checkedOutput, gitRun } from "./git.js";
 import { checkCommand, parseCommandLine } from "./guard.js";
 import { inList, type TaskSpec, underEntry } from "./spec.js";
-import { gitWorktrees, LAYOUT_ARGS, parseRepoLayout, type RepoLayout, type Worktrees } from "./worktree.js";
+import {
+  gitWorktrees,
+  LAYOUT_ARGS,
+  parseRepoLayout,
+  type RepoLayout,
+  STATUS_ARGS,
+  type Worktrees,
+} from "./worktree.js";
 
 /** Why preflight refused. Stored and printed as strings; never renamed. */
 export const Refusal = {
@@ -92,8 +99,13 @@ export async function preflightRepo(
         message: `writable_paths[${i}]: ${p} is not an existing folder (create it first)`,
       });
   });
-  // One git call for the root, the git folders and HEAD (exit 1: no HEAD; 128: not a repository).
-  const top = await gitRun(LAYOUT_ARGS, spec.cwd, runner);
+  // One git call for the root, the git folders and HEAD (exit 1: no HEAD; 128: not a repository),
+  // and beside it the status, which is read only once that call says cwd is a repository root
+  // with a commit (both only read the repository; the status of a refused cwd is dropped).
+  const [top, statusRun] = await Promise.all([
+    gitRun(LAYOUT_ARGS, spec.cwd, runner),
+    gitRun(STATUS_ARGS, spec.cwd, runner),
+  ]);
   const layout = top.exitCode === 0 || top.exitCode === 1 ? parseRepoLayout(spec.cwd, top.stdout) : undefined;
   if (!layout) {
     refusals.push({
@@ -114,7 +126,7 @@ export async function preflightRepo(
     refusals.push({ code: Refusal.NoCommit, message: `${root} has no commit (HEAD does not exist)` });
     return done(root);
   }
-  const status = await git(["status", "--porcelain=v1", "--untracked-files=all"], spec.cwd, runner);
+  const status = checkedOutput(statusRun, STATUS_ARGS, spec.cwd);
   const dirty = porcelainPaths(status);
   const hit = overlaps(dirty, [...spec.allowlist, ...spec.protected_paths]);
   if (hit.length > 0) {

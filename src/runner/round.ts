@@ -58,6 +58,17 @@ export interface RoundContext {
   /** Masks known secret values. */
   redact: (text: string) => string;
   signal?: AbortSignal;
+  /**
+   * The last round's diff still running (see {@link RoundOutcome.patching}); tools, protected
+   * paths and the DoD wait for it before they touch the worktree. Set by the caller.
+   */
+  gate?: Promise<unknown> | undefined;
+  /** The last round's {@link WorktreeView.fingerprint} (set by the caller). */
+  lastFingerprint?: string | undefined;
+  /** Whether this round can be "no progress" (false for the first: no round to repeat). */
+  progressPossible?: boolean;
+  /** Whether the copied settings let git compare bytes as they are ({@link rawDiffSettings}). */
+  rawDiff?: boolean;
 }
 
 /** What one round produced. */
@@ -65,7 +76,17 @@ export interface RoundOutcome {
   loop: ToolLoopResult | undefined;
   modelError: string | undefined;
   dod: DodRun;
-  patch: string;
+  /** The round's patch; `undefined` while {@link RoundOutcome.patching} still runs. */
+  patch: string | undefined;
+  /**
+   * The round's patch as git computes it (its round record is written when it is there). Left
+   * running only when the next round may start without it: the round was kept, did not pass or
+   * end the loop, and its fingerprint is known and differs from the last round's, so it cannot
+   * be "no progress".
+   */
+  patching: Promise<string>;
+  /** The worktree's {@link WorktreeView.fingerprint} when the diff was taken. */
+  fingerprint: string | undefined;
   score: number;
   kept: boolean;
 }
@@ -148,6 +169,7 @@ export async function runRound(
 ): Promise<RoundOutcome> {
   const { spec, runner, repo, art } = ctx;
   const { loop, modelError } = await modelTurn(ctx, round, last, best);
+  await ctx.gate;
   const prot = await restoreProtected(repo, spec.protected_paths, runner, ctx.view);
   if (prot.changed.length > 0) art.event("protected_restored", { round, paths: prot.changed });
   const raw = await runDod(spec, repo.workTree, {
@@ -157,30 +179,42 @@ export async function runRound(
   });
   // git computes the patch (after the DoD: it holds what the DoD wrote too) while the DoD run is
   // recorded and scored
-  const patching = diffAllowlisted(repo, spec.allowlist, runner, ctx.view);
-  patching.catch(() => undefined); // awaited below; observed here in case recording throws first
+  const diffing = diffAllowlisted(repo, spec.allowlist, runner, ctx.view);
+  // what that diff is a function of, read while it runs (nothing writes the worktree meanwhile)
+  const fingerprint = ctx.view?.fingerprint(spec.allowlist, ctx.rawDiff === true);
   const dod = redactDod(raw, ctx.redact);
-  ctx.logDod(`round ${round}`, dod);
   const score = scoreRound(dod.passed, dod.output);
-  const patch = await patching;
   const kept = score >= best.score;
-  art.round({
-    round,
-    score,
-    dod_passed: dod.passed,
-    dod_exit_code: dod.exitCode,
-    loop_stop: loop?.stopReason ?? "model_error",
-    tool_calls: loop?.toolCalls ?? 0,
-    tokens: loop ? loop.usage.inputTokens + loop.usage.outputTokens : 0,
-    patch_hash: hashText(patch),
-    changed_files: patchPaths(patch),
-    protected_hash: prot.hash,
-    protected_restored: prot.changed,
-    kept,
+  const record = (patch: string) =>
+    art.round({
+      round,
+      score,
+      dod_passed: dod.passed,
+      dod_exit_code: dod.exitCode,
+      loop_stop: loop?.stopReason ?? "model_error",
+      tool_calls: loop?.toolCalls ?? 0,
+      tokens: loop ? loop.usage.inputTokens + loop.usage.outputTokens : 0,
+      patch_hash: hashText(patch),
+      changed_files: patchPaths(patch),
+      protected_hash: prot.hash,
+      protected_restored: prot.changed,
+      kept,
+    });
+  const patching = diffing.then((patch) => {
+    record(patch);
+    return patch;
   });
+  patching.catch(() => undefined); // awaited below or by the caller; observed here meanwhile
+  ctx.logDod(`round ${round}`, dod);
+  const ends = dod.passed || modelError !== undefined || loop?.stopReason === "cancelled";
+  const differs =
+    !ctx.progressPossible || (ctx.lastFingerprint !== undefined && fingerprint !== ctx.lastFingerprint);
+  const mayRun = kept && !ends && fingerprint !== undefined && differs;
+  if (mayRun) return { loop, modelError, dod, patch: undefined, patching, fingerprint, score, kept };
+  const patch = await patching;
   if (!kept) {
     art.event("round_regressed", { round, score, best_score: best.score, best_round: best.round });
     await restoreTo(repo, spec.allowlist, best.patch, runner, ctx.view);
   }
-  return { loop, modelError, dod, patch, score, kept };
+  return { loop, modelError, dod, patch, patching, fingerprint, score, kept };
 }

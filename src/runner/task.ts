@@ -7,14 +7,18 @@
  * {@link verifyStep} (the DoD on a FRESH worktree holding only the patch decides "passed") →
  * {@link proveSourceUnchanged} → {@link applyStep} (complete-task mode) → {@link finish}.
  */
+
+import { existsSync } from "node:fs";
 import { ErrorCode, RatchetError } from "../core/index.js";
-import { detectSandbox, type SandboxInfo } from "../exec/index.js";
+import { detectSandbox, type RunResult, type SandboxInfo } from "../exec/index.js";
+import type { LoopTool } from "../model/index.js";
 import { applyToSource } from "./apply.js";
 import { type CommandSandbox, commandSandbox } from "./confine.js";
 import type { DodRun } from "./dod.js";
 import { normaliseDodOutput } from "./dod-normalise.js";
+import { gitRun } from "./git.js";
 import { TASK_MAX_TOKENS } from "./limits.js";
-import { hashText, patchPaths, pathsOutside, WorktreeView } from "./patch.js";
+import { hashText, patchPaths, pathsOutside, rawDiffSettings, WorktreeView } from "./patch.js";
 import { preflightDod, preflightRepo, Refusal, type StaticPreflight } from "./preflight.js";
 import { type Best, type RoundContext, redactDod, runRound } from "./round.js";
 import { scoreRound } from "./score.js";
@@ -34,14 +38,49 @@ import {
   TaskStop,
 } from "./task-run.js";
 import { runnerTools } from "./tools.js";
-import { ProofWorktree, verifyOnFreshWorktree } from "./verify.js";
+import { type MadeProof, ProofWorktree, proofLeavesSourceAlone, verifyOnFreshWorktree } from "./verify.js";
 import {
   compareSnapshots,
   type RepoLayout,
+  readCopiedConfig,
+  SHOW_REF_ARGS,
+  type SnapshotReads,
   type SourceSnapshot,
   snapshotSource,
+  startSnapshotReads,
   type Worktree,
+  type WorktreeBase,
+  worktreeBase,
 } from "./worktree.js";
+
+/** The reads started beside preflight (see {@link earlyReads}). */
+interface EarlyReads {
+  /** The snapshot's `show-ref --head`. */
+  shown: Promise<RunResult>;
+  /** The settings every worktree of the task copies. */
+  copied: Promise<[string, string][]>;
+  /** Resolves once both are over (never rejects). */
+  settled(): Promise<void>;
+}
+
+/**
+ * Starts the "before" snapshot's `show-ref` and the read of the copied settings beside
+ * preflight's `rev-parse` (both only read the repository, and neither needs the layout).
+ * Their answers are used only when preflight passes, i.e. cwd is a repository root with a
+ * commit; `undefined` when cwd does not exist (preflight refuses without starting anything).
+ */
+function earlyReads(t: TaskRun): EarlyReads | undefined {
+  if (!existsSync(t.spec.cwd)) return undefined;
+  const shown = gitRun(SHOW_REF_ARGS, t.spec.cwd, t.runner);
+  const copied = readCopiedConfig(t.spec.cwd, t.runner);
+  return {
+    shown,
+    copied,
+    settled: async () => {
+      await Promise.all([shown.catch(() => undefined), copied.catch(() => undefined)]);
+    },
+  };
+}
 
 /** The worktree of the rounds and its command sandbox (disposed in `runTask`'s `finally`). */
 interface Work {
@@ -65,7 +104,7 @@ async function preflightStep(t: TaskRun): Promise<{ refused?: TaskResult; repo: 
  */
 async function prepareStep(
   t: TaskRun,
-  base: RepoLayout | undefined,
+  base: WorktreeBase | undefined,
   probing: Promise<SandboxInfo>,
   hold: (work: Work) => void,
 ): Promise<Confined> {
@@ -120,17 +159,21 @@ async function roundsStep(t: TaskRun, work: Confined, pre: DodRun): Promise<{ be
     repo: work.worktree.git,
     view: work.view,
     sandbox: work.sandbox,
-    tools: runnerTools({
-      worktree: work.worktree.path,
-      repo: work.worktree.git,
-      source: spec.cwd,
-      allowlist: spec.allowlist,
-      protectedPaths: spec.protected_paths,
-      runner: t.runner,
-      sandbox: work.sandbox,
-      redact: t.redact,
-      onRefusal: (tool, reason) => art.event("tool_refused", { tool, reason }),
-    }),
+    // a tool waits for the last round's diff before it touches the worktree (see runRound)
+    tools: gated(
+      runnerTools({
+        worktree: work.worktree.path,
+        repo: work.worktree.git,
+        source: spec.cwd,
+        allowlist: spec.allowlist,
+        protectedPaths: spec.protected_paths,
+        runner: t.runner,
+        sandbox: work.sandbox,
+        redact: t.redact,
+        onRefusal: (tool, reason) => art.event("tool_refused", { tool, reason }),
+      }),
+      () => ctx.gate,
+    ),
     context: readContext(spec, t.redact),
     art,
     tokens,
@@ -138,29 +181,63 @@ async function roundsStep(t: TaskRun, work: Confined, pre: DodRun): Promise<{ be
     logDod: (label, dod) => logDod(t, label, dod),
     redact: t.redact,
     ...(opts.signal ? { signal: opts.signal } : {}),
+    rawDiff: rawDiffSettings(work.worktree.base?.copied),
   };
   let best: Best = { score: scoreRound(false, pre.output), patch: "", round: 0, dod: pre };
   let last = pre;
-  let lastPatch = "";
-  let prevKey: string | undefined;
+  const paths = [work.worktree.path, spec.cwd];
+  // the last round's no-progress key and patch (its diff may still run: see runRound)
+  let prev: Promise<{ key: string; patch: string }> | undefined;
+  // every way out waits for a diff still running (and fails the task if it failed)
+  const ended = async (stop: TaskStop) => {
+    await ctx.gate;
+    return { best, stop };
+  };
   for (let round = 1; round <= spec.max_rounds; round++) {
-    if (tokens.input + tokens.output >= TASK_MAX_TOKENS) return { best, stop: TaskStop.Budget };
-    if (opts.signal?.aborted) return { best, stop: TaskStop.Cancelled };
+    if (tokens.input + tokens.output >= TASK_MAX_TOKENS) return ended(TaskStop.Budget);
+    if (opts.signal?.aborted) return ended(TaskStop.Cancelled);
     t.result.rounds = round;
     art.event("round_started", { round });
     art.progress("running", { round });
+    ctx.progressPossible = prev !== undefined;
     const r = await runRound(ctx, round, last, best);
     last = r.dod;
-    if (r.kept) best = { score: r.score, patch: r.patch, round, dod: r.dod };
-    if (r.dod.passed) return { best, stop: TaskStop.Passed };
-    if (r.modelError !== undefined) return { best, stop: TaskStop.ModelError };
-    if (r.loop?.stopReason === "cancelled") return { best, stop: TaskStop.Cancelled };
-    const key = progressKey(r.patch, r.dod.output, [work.worktree.path, spec.cwd]);
-    if (key === prevKey && r.patch === lastPatch) return { best, stop: TaskStop.NoProgress };
-    prevKey = key;
-    lastPatch = r.patch;
+    ctx.lastFingerprint = r.fingerprint;
+    ctx.gate = undefined;
+    if (r.kept) {
+      const kept: Best = { score: r.score, patch: r.patch ?? "", round, dod: r.dod };
+      best = kept;
+      if (r.patch === undefined)
+        ctx.gate = r.patching.then((patch) => {
+          kept.patch = patch;
+        });
+    }
+    if (r.dod.passed) return ended(TaskStop.Passed);
+    if (r.modelError !== undefined) return ended(TaskStop.ModelError);
+    if (r.loop?.stopReason === "cancelled") return ended(TaskStop.Cancelled);
+    const output = r.dod.output;
+    const mine = r.patching.then((patch) => ({ key: progressKey(patch, output, paths), patch }));
+    mine.catch(() => undefined); // a failed diff fails the task through the gate
+    // A round left running differs from the last one (its fingerprint does), so it is progress.
+    if (r.patch !== undefined && prev !== undefined) {
+      const p = await prev;
+      if (p.key === progressKey(r.patch, output, paths) && p.patch === r.patch)
+        return ended(TaskStop.NoProgress);
+    }
+    prev = mine;
   }
-  return { best, stop: TaskStop.MaxRounds };
+  return ended(TaskStop.MaxRounds);
+}
+
+/** `tools`, each waiting for `gate()` (the last round's diff still running) before it runs. */
+function gated(tools: LoopTool[], gate: () => Promise<unknown> | undefined): LoopTool[] {
+  return tools.map((tool) => ({
+    def: tool.def,
+    async execute(args, c) {
+      await gate();
+      return tool.execute(args, c);
+    },
+  }));
 }
 
 /** The patch re-checked (allowlist, no known secret) and written with hunk.md. A refusal ends the task. */
@@ -206,12 +283,14 @@ async function verifyStep(
   best: Best,
   probed: SandboxInfo,
   base: Worktree["base"],
-  made: Worktree | undefined,
+  made: MadeProof | undefined,
+  onDodStarted: (() => void) | undefined,
 ): Promise<{ passed: boolean; path: string }> {
   const fresh = await verifyOnFreshWorktree(t.spec, best.patch, {
     worktrees: t.worktrees,
     runner: t.runner,
     probed,
+    ...(onDodStarted ? { onDodStarted } : {}),
     ...(base ? { base } : {}),
     ...(made ? { made } : {}),
     ...(t.opts.signal ? { signal: t.opts.signal } : {}),
@@ -234,13 +313,12 @@ async function proveSourceUnchanged(
   before: SourceSnapshot,
   ours: string[],
   layout: RepoLayout | undefined,
+  reads: SnapshotReads | undefined,
 ): Promise<boolean> {
-  const after = await snapshotSource(
-    t.spec.cwd,
-    [t.spec.output_dir, ...ours],
-    t.runner,
-    layout ? { layout } : {},
-  );
+  const after = await snapshotSource(t.spec.cwd, [t.spec.output_dir, ...ours], t.runner, {
+    ...(layout ? { layout } : {}),
+    ...(reads ? { shown: reads.shown, status: reads.status } : {}),
+  });
   const changes = compareSnapshots(before, after);
   t.result.source_unchanged = changes.length === 0;
   t.result.source_changes = changes;
@@ -278,28 +356,48 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
   const t = startTask(spec, opts);
   let work: Work | undefined;
   let probing: Promise<SandboxInfo> | undefined;
+  let early: EarlyReads | undefined;
+  let afterReads: SnapshotReads | undefined;
   let proof: ProofWorktree | undefined;
   try {
-    const { refused, repo } = await preflightStep(t);
-    if (refused) return refused;
-    // The launcher probe (a process of its own) runs beside the snapshot and the checkout; it
-    // must come from this task's process runner, so it is probed again for every task.
+    // Preflight's `rev-parse` and `status`, the snapshot's `show-ref`, the settings the worktrees
+    // copy and the launcher probe all start now, side by side: each only reads, none needs
+    // another's answer, and what a refused task started is dropped (see earlyReads).
+    const preflighting = preflightStep(t);
+    early = earlyReads(t);
+    // The probe must come from this task's process runner, so it is probed again for every task.
     probing = detectSandbox({ languages: ["python"], runner: t.runner, refresh: true });
+    const { refused, repo } = await preflighting;
+    if (refused) return refused;
     const layout = repo.layout;
     const before = await snapshotSource(spec.cwd, [spec.output_dir], t.runner, {
       ...(layout ? { layout } : {}),
       ...(repo.status !== undefined ? { status: repo.status } : {}),
+      ...(early ? { shown: early.shown } : {}),
     });
-    // The worktree is made of the commit the snapshot saw.
-    const base = layout && before.head !== "" ? { ...layout, head: before.head } : undefined;
+    // The worktree is made of the commit the snapshot saw, with the settings read before it.
+    const base =
+      layout && before.head !== "" && early
+        ? worktreeBase(layout, before.head, await early.copied)
+        : undefined;
     const confined = await prepareStep(t, base, probing, (w) => {
       work = w;
     });
-    const pre = await preflightDodStep(t, confined);
+    const preflighted = preflightDodStep(t, confined);
+    // Where commands are confined, the proof's fresh worktree is made while the preflight DoD
+    // (started first) and the rounds run: none of their commands can write it.
+    if (confined.sandbox.protection === "landlock") {
+      const probed = confined.sandbox.probed;
+      proof = new ProofWorktree(
+        t.worktrees,
+        spec.cwd,
+        confined.worktree.base,
+        confined.sandbox.writable,
+        (wt) => commandSandbox(wt, spec.writable_paths, t.runner, probed),
+      );
+    }
+    const pre = await preflighted;
     if (pre.refused) return pre.refused;
-    // Where commands are confined, the proof's fresh worktree is made while the rounds run.
-    if (confined.sandbox.protection === "landlock")
-      proof = new ProofWorktree(t.worktrees, spec.cwd, confined.worktree.base, confined.sandbox.writable);
     const { best, stop } = await roundsStep(t, confined, pre.dod);
     const exportRefused = exportStep(t, best);
     if (exportRefused) return exportRefused;
@@ -309,12 +407,23 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
     let verified: { passed: boolean; path: string } | undefined;
     if (best.dod.passed) {
       const made = await proof?.take();
+      // The rounds are over. When the proof's commands cannot write anything the after-snapshot's
+      // git calls read, those calls run beside the proof's DoD (started right after it, which is
+      // what decides "passed"); the snapshot's files are read after the proof, as ever. Not when
+      // the patch goes into the source next: there the snapshot is taken as late as it can be.
+      const removed = [confined.worktree.path, confined.worktree.git.gitDir];
+      const beside =
+        made && layout && !spec.apply_to_source && proofLeavesSourceAlone(made, layout, removed)
+          ? () => {
+              afterReads = startSnapshotReads(spec.cwd, t.runner);
+            }
+          : undefined;
       // With the proof's worktree already there, the rounds' worktree is removed while the
       // patch is applied and the DoD runs on it; otherwise first (git then makes the next one).
       const removing = made ? removeWork(t, confined) : undefined;
       if (!made) await removeWork(t, confined);
       try {
-        verified = await verifyStep(t, best, probed, confined.worktree.base, made);
+        verified = await verifyStep(t, best, probed, confined.worktree.base, made, beside);
       } finally {
         await removing;
       }
@@ -324,7 +433,7 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
       await removeWork(t, confined);
     }
     if (verified) ours.push(verified.path);
-    if (!(await proveSourceUnchanged(t, before, ours, layout)))
+    if (!(await proveSourceUnchanged(t, before, ours, layout, afterReads)))
       return finish(t, "failed", TaskStop.SourceChanged);
     if (!best.dod.passed) return finish(t, "failed", stop);
     if (!verified?.passed) return finish(t, "failed", TaskStop.FreshDodFailed);
@@ -339,7 +448,7 @@ export async function runTask(spec: TaskSpec, opts: RunTaskOptions): Promise<Tas
     if (work !== undefined) await removeWork(t, work);
     // the last status written is the final one (rounds' progress writes go in order before it)
     await t.art.settled();
-    // a probe still running when the task failed early is not left unobserved
-    await probing?.catch(() => undefined);
+    // a probe or an early read still running when the task failed early is not left unobserved
+    await Promise.all([probing?.catch(() => undefined), early?.settled(), afterReads?.settled()]);
   }
 }

@@ -100,4 +100,42 @@ describe("snapshotSource: what git state it reads from files", () => {
     }
     expect(existsSync(join(r.repo, ".git", "worktrees"))).toBe(false);
   });
+
+  it("the one-process checkout is a linked worktree git knows, with the source's filters and no hook", async () => {
+    const r = repo();
+    // a clean/smudge filter of the source (as LFS is) and a post-checkout hook that would leave a mark
+    writeFileSync(join(r.repo, ".gitattributes"), "*.up filter=upper\n");
+    writeFileSync(join(r.repo, "a.up"), "hello\n");
+    git(r.repo, "config", "filter.upper.smudge", "tr a-z A-Z");
+    git(r.repo, "config", "filter.upper.clean", "tr A-Z a-z");
+    git(r.repo, "add", "-A");
+    git(r.repo, "commit", "-qm", "filtered");
+    const mark = join(r.root, "hook-ran");
+    writeFileSync(join(r.repo, ".git", "hooks", "post-checkout"), `#!/bin/sh\ntouch ${mark}\n`, {
+      mode: 0o755,
+    });
+    const wts = gitWorktrees();
+    const wt = await wts.create(r.repo);
+    try {
+      expect(readFileSync(join(wt.path, "a.up"), "utf8")).toBe("HELLO\n");
+      expect(existsSync(mark)).toBe(false);
+      // the worktree's own git (what a DoD runs) sees a clean checkout of the commit, detached
+      expect(git(wt.path, "status", "--porcelain")).toBe("");
+      expect(git(wt.path, "rev-parse", "HEAD").trim()).toBe(git(r.repo, "rev-parse", "HEAD").trim());
+      expect(() => git(wt.path, "symbolic-ref", "-q", "HEAD")).toThrow();
+      // the source lists it, unlocked and not prunable, and a prune leaves it
+      const listed = () => git(r.repo, "worktree", "list", "--porcelain");
+      expect(listed()).toContain(`worktree ${wt.path}\n`);
+      git(r.repo, "worktree", "prune");
+      expect(listed()).toContain(`worktree ${wt.path}\n`);
+      expect(listed()).not.toMatch(/locked|prunable/);
+      // Ratchet's own pinned git agrees: nothing to diff
+      expect(readFileSync(join(wt.git.gitDir, "HEAD"), "utf8").trim()).toBe(
+        git(r.repo, "rev-parse", "HEAD").trim(),
+      );
+    } finally {
+      await wts.remove(r.repo, wt);
+    }
+    expect(git(r.repo, "worktree", "list", "--porcelain").match(/^worktree /gm)).toHaveLength(1);
+  });
 });

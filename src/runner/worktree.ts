@@ -23,9 +23,17 @@ import { rm, rmdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { ErrorCode, RatchetError } from "../core/index.js";
-import type { ProcessRunner } from "../exec/index.js";
+import type { ProcessRunner, RunResult } from "../exec/index.js";
 import { realProcessRunner } from "../exec/index.js";
-import { git, gitRun, PINNED_GIT_CONFIG, type PinnedRepo, pinnedGit, pinnedGitRun } from "./git.js";
+import {
+  checkedOutput,
+  git,
+  gitRun,
+  PINNED_GIT_CONFIG,
+  type PinnedRepo,
+  pinnedGit,
+  pinnedGitRun,
+} from "./git.js";
 import { WORKTREE_PREFIX } from "./limits.js";
 
 /**
@@ -171,8 +179,8 @@ export function privateConfig(copied: readonly (readonly [string, string])[]): s
   return `${lines.join("\n")}\n`;
 }
 
-/** The copied settings of `source` (one `git config` call). */
-async function copiedConfig(source: string, runner: ProcessRunner): Promise<[string, string][]> {
+/** The copied settings of `source` (one `git config` call; it only reads). */
+export async function readCopiedConfig(source: string, runner: ProcessRunner): Promise<[string, string][]> {
   const listed = await gitRun(["config", "-z", "--get-regexp", COPIED_CONFIG.source], source, runner);
   return listed.stdout
     .split("\0")
@@ -196,10 +204,10 @@ async function withBase(
   source: string,
   given: WorktreeBase | RepoLayout | undefined,
   runner: ProcessRunner,
-  checkout: (commit: string) => Promise<unknown>,
+  checkout: (commit: string, common: string) => Promise<unknown>,
 ): Promise<WorktreeBase> {
   if (given && isBase(given)) {
-    await checkout(given.commit);
+    await checkout(given.commit, given.common);
     return given;
   }
   const layout = given ?? (await readRepoLayout(source, runner));
@@ -208,28 +216,80 @@ async function withBase(
     throw new RatchetError(ErrorCode.WorkFailed, `${source} has no commit (HEAD does not exist)`, {
       cwd: source,
     });
-  const [copied] = await Promise.all([copiedConfig(source, runner), checkout(commit)]);
+  const [copied] = await Promise.all([readCopiedConfig(source, runner), checkout(commit, layout.common)]);
+  return worktreeBase(layout, commit, copied);
+}
+
+/**
+ * The base of a task's worktrees from the source's layout, the commit and the copied settings
+ * ({@link readCopiedConfig}), read before any worktree exists; `info/exclude` is read now.
+ */
+export function worktreeBase(
+  layout: RepoLayout,
+  commit: string,
+  copied: readonly (readonly [string, string])[],
+): WorktreeBase {
   const exclude = existsSync(layout.exclude) ? readFileSync(layout.exclude) : Buffer.alloc(0);
   return { commit, objects: layout.objects, common: layout.common, exclude, copied };
 }
 
 /**
- * The admin folder git just made for the worktree at `path`, from the `gitdir:` line of its `.git`
- * file (read now, while nothing but git has written there; the same file `git rev-parse
- * --absolute-git-dir` would read). It must be a folder under `<common>/worktrees/`.
+ * Checks `commit` out into a new linked worktree at `path` (which must not exist) and returns its
+ * admin folder: what `git worktree add --detach` does, in one git process instead of three (its
+ * own, `update-ref` and `reset --hard`). The admin folder `<common>/worktrees/wt-XXXXXX` gets the
+ * files git's own command writes (`gitdir`, `commondir`, a detached `HEAD`; `locked` while it is
+ * made, so a concurrent `git worktree prune` leaves it alone), the worktree its `.git` file, and
+ * then `git read-tree --reset -u` checks the commit out through that admin folder, exactly as
+ * `reset --hard` would there: the source's settings, attributes and filters (LFS), no hook, no
+ * fsmonitor, no submodule. Its index, with the stat data of every file, is the one the worktree's
+ * own git then uses.
  */
-function adminDirOf(path: string, common: string): string | undefined {
-  const text = readFileSync(join(path, ".git"), "utf8");
-  const m = /^gitdir: (.+)\n?$/.exec(text);
-  if (!m) return undefined;
-  const dir = resolve(path, m[1] as string);
+async function checkOut(
+  path: string,
+  commit: string,
+  common: string,
+  runner: ProcessRunner,
+): Promise<string> {
+  mkdirSync(path);
   const worktrees = join(realpathSync(common), "worktrees");
-  return dirname(dir) === worktrees && existsSync(dir) ? dir : undefined;
+  mkdirSync(worktrees, { recursive: true });
+  const admin = mkdtempSync(join(worktrees, "wt-"));
+  try {
+    writeFileSync(join(admin, "locked"), "initializing\n");
+    writeFileSync(join(admin, "commondir"), "../..\n");
+    writeFileSync(join(admin, "gitdir"), `${join(path, ".git")}\n`);
+    writeFileSync(join(admin, "HEAD"), `${commit}\n`);
+    writeFileSync(join(path, ".git"), `gitdir: ${admin}\n`);
+    await git(
+      [
+        "--git-dir",
+        admin,
+        "--work-tree",
+        path,
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        "core.fsmonitor=false",
+        "read-tree",
+        "--reset",
+        "-u",
+        "--no-recurse-submodules",
+        commit,
+      ],
+      path,
+      runner,
+    );
+    rmSync(join(admin, "locked"));
+    return admin;
+  } catch (err) {
+    await removeWorktree(path, admin);
+    throw err;
+  }
 }
 
 /**
  * Makes the private git dir of a new worktree (see {@link PinnedRepo}) from `base` and fills its
- * index: a copy of the one `git worktree add` just wrote in the admin folder (nothing else has
+ * index: a copy of the one the checkout ({@link checkOut}) just wrote in the admin folder (nothing else has
  * written there yet), which has the stat data of every checked-out file. The copy is newer than
  * every checkout write, and nothing writes the worktree before it is made, so its stat data are
  * exact (no entry needs hashing again, and no refresh is run). A split index (whose shared part
@@ -266,41 +326,25 @@ async function makePrivateGitDir(
 /**
  * The real adapter: git worktrees under `os.tmpdir()` named `ratchet-runner-<pid>-…/wt`, with the
  * private git dir beside them (`…/git`). The source's hooks do not run for Ratchet's worktree.
- * One git process per worktree when the task's base is given (`git worktree add`); without it,
- * `rev-parse` and `git config` run beside the checkout.
+ * One git process per worktree when the task's base is given (the checkout, {@link checkOut});
+ * without it, `rev-parse` and `git config` run beside the checkout.
  */
 export function gitWorktrees(runner: ProcessRunner = realProcessRunner): Worktrees {
   return {
     async create(source, given) {
       const parent = mkdtempSync(join(realpathSync(tmpdir()), `${WORKTREE_PREFIX}${process.pid}-`));
       const path = join(parent, "wt");
+      let adminDir: string | undefined;
       try {
-        const base = await withBase(source, given, runner, (commit) =>
-          git(
-            [
-              "-c",
-              "core.hooksPath=/dev/null",
-              "-c",
-              "core.fsmonitor=false",
-              "worktree",
-              "add",
-              "--detach",
-              path,
-              commit,
-            ],
-            source,
-            runner,
-          ),
-        );
-        // Read once, now, while nothing but git has written in the worktree.
-        const adminDir =
-          adminDirOf(path, base.common) ??
-          (await git(["rev-parse", "--absolute-git-dir"], path, runner)).trim();
+        const base = await withBase(source, given, runner, async (commit, common) => {
+          adminDir = await checkOut(path, commit, common, runner);
+        });
+        const admin = adminDir as string;
         try {
-          const repo = await makePrivateGitDir(base, join(parent, "git"), path, adminDir, runner);
-          return { path, adminDir, git: repo, base };
+          const repo = await makePrivateGitDir(base, join(parent, "git"), path, admin, runner);
+          return { path, adminDir: admin, git: repo, base };
         } catch (err) {
-          await removeWorktree(path, adminDir);
+          await removeWorktree(path, admin);
           throw err;
         }
       } catch (err) {
@@ -334,6 +378,37 @@ async function removeWorktree(path: string, adminDir: string): Promise<void> {
   } catch {
     // not empty (other worktrees) or already gone
   }
+}
+
+/** The snapshot's one call for `HEAD` and every ref. */
+export const SHOW_REF_ARGS = ["show-ref", "--head"] as const;
+
+/** The source's status as preflight and the snapshots read it. */
+export const STATUS_ARGS = ["status", "--porcelain=v1", "--untracked-files=all"] as const;
+
+/** A snapshot's two git calls, started ahead of its file reads (see {@link startSnapshotReads}). */
+export interface SnapshotReads {
+  shown: Promise<RunResult>;
+  status: Promise<string>;
+  /** Resolves once both calls are over (never rejects). */
+  settled(): Promise<void>;
+}
+
+/**
+ * Starts the git calls of a snapshot of `source` now; {@link snapshotSource} takes them
+ * (`known`) and reads the files when it runs. For a caller that knows nothing can change what
+ * these calls read until the files are read.
+ */
+export function startSnapshotReads(source: string, runner: ProcessRunner = realProcessRunner): SnapshotReads {
+  const shown = gitRun(SHOW_REF_ARGS, source, runner);
+  const status = gitRun(STATUS_ARGS, source, runner).then((r) => checkedOutput(r, STATUS_ARGS, source));
+  return {
+    shown,
+    status,
+    settled: async () => {
+      await Promise.all([shown.catch(() => undefined), status.catch(() => undefined)]);
+    },
+  };
 }
 
 /** What a worktree could change in its source without `git status` noticing. */
@@ -395,7 +470,7 @@ export async function snapshotSource(
   source: string,
   ignore: readonly string[] = [],
   runner: ProcessRunner = realProcessRunner,
-  known: { layout?: RepoLayout; status?: string } = {},
+  known: { layout?: RepoLayout; status?: string | Promise<string>; shown?: Promise<RunResult> } = {},
 ): Promise<SourceSnapshot> {
   const layout = known.layout ?? (await readRepoLayout(source, runner));
   const { top, common } = layout;
@@ -406,8 +481,8 @@ export async function snapshotSource(
   // unless the refs live in a reftable.
   const reftable = existsSync(join(common, "reftable"));
   const [shown, rawStatus, stashList] = await Promise.all([
-    gitRun(["show-ref", "--head"], source, runner),
-    known.status ?? git(["status", "--porcelain=v1", "--untracked-files=all"], source, runner),
+    known.shown ?? gitRun(SHOW_REF_ARGS, source, runner),
+    known.status ?? git(STATUS_ARGS, source, runner),
     reftable ? gitRun(["stash", "list"], source, runner) : undefined,
   ]);
   const status = rawStatus
