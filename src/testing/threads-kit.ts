@@ -2,7 +2,7 @@
  * Test wiring for threads (used by the threads tests and the benchmark): a temp store, a
  * scripted model, a tool registry with the real MCP fixture server and the append tool.
  */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -56,6 +56,7 @@ export async function makeKit(
   opts: { threads?: unknown; service?: Partial<ThreadServiceOptions>; dir?: string } = {},
 ): Promise<Kit> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "ratchet-threads-"));
+  const owned = opts.dir === undefined;
   const store = SqliteStore.open(join(dir, "ratchet.db"), { create: true });
   const model = await startScriptedModel({ script });
   const appendFile = join(dir, "appended.txt");
@@ -76,6 +77,8 @@ export async function makeKit(
     async close() {
       await model.close();
       store.close();
+      // A folder the kit made is the kit's to remove (thousands were left in the temp folder).
+      if (owned) rmSync(dir, { recursive: true, force: true });
     },
   };
 }
