@@ -232,7 +232,10 @@ class Spawner {
     if (stream === Stream.stdin && !p.wantStdin) return false;
     p.streams[stream] = sock;
     p.missing--;
-    if (p.missing === 0) this.byNonce.delete(nonce); // single-use: a replay is now unknown
+    if (p.missing === 0) {
+      this.byNonce.delete(nonce); // single-use: a replay is now unknown
+      lastUsedNonce = nonce;
+    }
     this.maybeStarted(p);
     return true;
   }
@@ -414,7 +417,17 @@ export function startThroughSpawner(c: CompiledRunRequest, done: (s: SpawnerStar
   void spawner().then((s) => (s ? s.request(c, done) : done({ kind: "fallback" })));
 }
 
+let lastUsedNonce: string | undefined;
+
 /** The pid of the running spawner, if any (tests, the bench). */
 export function spawnerPid(): number | undefined {
   return current?.pid;
+}
+
+/**
+ * What the escape tests attack: the stream socket's path and the hex nonce of the last start
+ * whose streams all connected (a replay must be refused). In-process callers are trusted anyway.
+ */
+export function spawnerInternals(): { socketPath: string | undefined; lastUsedNonce: string | undefined } {
+  return { socketPath: listener?.path, lastUsedNonce };
 }

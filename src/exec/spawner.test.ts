@@ -1,0 +1,171 @@
+/**
+ * The resident spawner as a transport: what only it can get wrong (its death, many runs at once,
+ * large streams), and that what a child sees and what a failed start reports are exactly what
+ * Node's own spawn gives.
+ */
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isGone, waitGone } from "../testing/processes.js";
+import { buildEnv } from "./env.js";
+import { runProcess } from "./process-runner.js";
+import { spawnerPid } from "./spawner.js";
+import { spawnerMissing, TRANSPORTS, type Transport, useTransport } from "./spawner-kit.js";
+import type { RunRequest, RunResult } from "./types.js";
+
+const dir = mkdtempSync(join(tmpdir(), "ratchet-spawner-test-"));
+const env = buildEnv({ inherit: "minimal" });
+let restore = (): void => {};
+beforeAll(() => {
+  restore = useTransport("spawner");
+});
+afterAll(() => {
+  restore();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const bash = (script: string, extra: Partial<RunRequest> = {}) =>
+  runProcess({ command: "bash", args: ["-c", script], env, ...extra });
+
+/** Runs `req` over `t` and puts the spawner transport back. */
+async function over(t: Transport, req: RunRequest): Promise<RunResult> {
+  const back = useTransport(t);
+  try {
+    return await runProcess(req);
+  } finally {
+    back();
+  }
+}
+
+async function runningSpawner(): Promise<number> {
+  expect(spawnerMissing()).toBeUndefined();
+  const r = await bash("echo $PPID");
+  const pid = spawnerPid();
+  expect(pid).toBeDefined();
+  expect(Number(r.stdout)).toBe(pid);
+  return pid as number;
+}
+
+describe("the spawner's death", () => {
+  it("settles a run in flight with spawnError ESPAWNER, kills its group, and the next run starts a new spawner", async () => {
+    const old = await runningSpawner();
+    const running = bash("sleep 30 & echo $!; sleep 30");
+    // The run is started once its pid line arrives.
+    await new Promise<void>((resolve) => {
+      const t = setInterval(() => {
+        if (spawnerPid() === old) {
+          clearInterval(t);
+          resolve();
+        }
+      }, 10);
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    process.kill(old, "SIGKILL");
+    const r = await running;
+    expect(r.spawnError?.code).toBe("ESPAWNER");
+    expect(r.spawnError?.message).toMatch(/spawner died while it ran \(pid \d+\)/);
+    expect(r.exitCode).toBeNull();
+    const grandchild = Number(r.stdout.split("\n")[0]);
+    expect(grandchild).toBeGreaterThan(1);
+    expect(await waitGone(grandchild)).toBe(true);
+    expect(isGone(r.pid as number)).toBe(true);
+
+    const next = await runningSpawner();
+    expect(next).not.toBe(old);
+  });
+
+  it("restarts transparently when the spawner died between runs", async () => {
+    const old = await runningSpawner();
+    process.kill(old, "SIGKILL");
+    expect(await waitGone(old)).toBe(true);
+    await new Promise((r) => setTimeout(r, 50)); // its control pipe's close reaches us
+    const r = await bash("echo ok");
+    expect(r).toMatchObject({ exitCode: 0, stdout: "ok\n" });
+    expect(r.spawnError).toBeUndefined();
+    expect(await runningSpawner()).not.toBe(old);
+  });
+});
+
+describe("many runs and large streams", () => {
+  it("keeps 50 concurrent runs' interleaved output apart", async () => {
+    const runs = Array.from({ length: 50 }, (_, i) =>
+      bash(`for k in 1 2 3 4 5 6 7 8 9 10; do echo out-${i}-$k; echo err-${i}-$k >&2; done`),
+    );
+    const results = await Promise.all(runs);
+    results.forEach((r, i) => {
+      const want = (s: string) => Array.from({ length: 10 }, (_, k) => `${s}-${i}-${k + 1}\n`).join("");
+      expect(r.exitCode).toBe(0);
+      expect(r.stdout).toBe(want("out"));
+      expect(r.stderr).toBe(want("err"));
+    });
+  });
+
+  it("carries 5 MB of output", async () => {
+    const r = await bash("head -c 5000000 /dev/zero | tr '\\0' a; echo -n end >&2");
+    expect(r.stdoutBytes).toBe(5_000_000);
+    expect(r.stdout).toBe("a".repeat(5_000_000));
+    expect(r.stderr).toBe("end");
+  });
+
+  it("writes a stdin larger than a socket buffer", async () => {
+    const input = Buffer.alloc(3 * 1024 * 1024, "xyz");
+    const r = await runProcess({ command: "wc", args: ["-c"], env, stdin: input });
+    expect(r.stdout.trim()).toBe(String(input.length));
+    const echoed = await runProcess({ command: "cat", env, stdin: input });
+    expect(echoed.stdoutBytes).toBe(input.length);
+    expect(echoed.stdout).toBe(input.toString());
+  });
+});
+
+describe("the same as Node's own spawn", () => {
+  const notExecutable = join(dir, "not-executable.sh");
+  const aFile = join(dir, "a-file");
+  writeFileSync(notExecutable, "#!/bin/sh\necho hi\n");
+  chmodSync(notExecutable, 0o644);
+  writeFileSync(aFile, "x");
+  const cases: [string, RunRequest][] = [
+    ["a missing command", { command: "ratchet-no-such-command-xyz", env }],
+    ["a missing path", { command: join(dir, "nope.sh"), env }],
+    ["a file without the execute bit", { command: notExecutable, env }],
+    ["a path through a file", { command: join(aFile, "x"), env }],
+    ["a missing cwd", { command: "true", env, cwd: join(dir, "does-not-exist") }],
+    ["a cwd that is a file", { command: "true", env, cwd: aFile }],
+    ["an empty PATH entry (the cwd)", { command: "x.sh", env: { PATH: ":/nowhere" }, cwd: dir }],
+    ["arguments beyond what execve takes", { command: "true", args: ["a".repeat(200_000)], env }],
+  ];
+  it.each(cases)("reports %s with the same spawnError", async (_, req) => {
+    const viaSpawner = await over("spawner", req);
+    const viaNode = await over("child_process", req);
+    expect(viaNode.spawnError).toBeDefined();
+    expect(viaSpawner.spawnError).toEqual(viaNode.spawnError);
+    expect(viaSpawner.pid).toBeUndefined();
+  });
+
+  it("gives the child the same process state: session, signals, fds, stdio kinds, env, cwd", async () => {
+    // Everything here but the pids must match: our shell prints what its own process is given.
+    const script = [
+      'read -r _ _ _ ppid pgrp sid _ < /proc/self/stat; [ "$pgrp" = "$$" ] && [ "$sid" = "$$" ] && echo leader',
+      "grep -E '^Sig(Blk|Ign)' /proc/self/status",
+      "ls /proc/self/fd | sort -n | tr '\\n' ' '; echo",
+      "for f in 0 1 2; do readlink /proc/$$/fd/$f | sed 's/:.*//'; done",
+      "env | sort",
+      "pwd",
+      "umask",
+    ].join("\n");
+    const req = { command: "bash", args: ["-c", script], env: { ...env, ONLY: "this" }, cwd: dir };
+    const results = await Promise.all(TRANSPORTS.map((t) => over(t, req)));
+    const [a, b] = results as [RunResult, RunResult];
+    // Node's own spawn passes on any fd ≥ 3 its process left inheritable (vitest's worker has
+    // one); the spawner closes every one of them.
+    const fdLine = /^[0-9 ]+\n/m;
+    expect(a.stdout.replace(fdLine, "")).toBe(b.stdout.replace(fdLine, ""));
+    expect(a.stdout).toContain("leader\n");
+    expect(a.stdout).toContain("SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
+    expect(a.stdout).toMatch(/\n0 1 2 3 \n\/dev\/null\nsocket\nsocket\n/);
+    const withStdin = await Promise.all(
+      TRANSPORTS.map((t) => over(t, { command: "readlink", args: ["/proc/self/fd/0"], env, stdin: "" })),
+    );
+    expect(withStdin.map((r) => r.stdout.replace(/:.*/s, ""))).toEqual(["socket", "socket"]);
+  });
+});
