@@ -28,7 +28,9 @@
  * descendants close them.
  *
  * It runs nothing but what a request says. It exits when fd 0 reaches EOF (Node is gone or done
- * with it); when Node dies (PR_SET_PDEATHSIG) it also removes SOCKET and its folder. It is not
+ * with it), SIGKILLing the group of every child still running first (Node's exit hook does the
+ * same for the runs it knows of; this covers a request Node sent just before it exited); when
+ * Node dies (PR_SET_PDEATHSIG) it does the same and also removes SOCKET and its folder. It is not
  * dumpable (no /proc/<pid>/fd or mem for processes without CAP_SYS_PTRACE). Diagnostics go
  * nowhere: a reply is the only output.
  */
@@ -69,7 +71,7 @@ static char sock_dir[sizeof addr.sun_path];
 static int dev_null = -1;
 static sigset_t blocked;
 
-/* Children still running: pid → request id (a small open-addressed table is not needed here). */
+/* Children still running: pid → request id (a linear scan: a few dozen at most in practice). */
 static struct {
   pid_t pid;
   uint32_t id;
@@ -212,11 +214,9 @@ fail:
 }
 
 static void remember(pid_t pid, uint32_t id) {
-  if (nchildren < MAX_CHILDREN) {
-    children[nchildren].pid = pid;
-    children[nchildren].id = id;
-    nchildren++;
-  }
+  children[nchildren].pid = pid;
+  children[nchildren].id = id;
+  nchildren++;
 }
 
 static int forget(pid_t pid, uint32_t *id) {
@@ -258,9 +258,12 @@ static void start(unsigned char *body, uint32_t len) {
   char **argv = strs + 2, **envp = strs + 3 + argc;
 
   int fds[3] = {-1, -1, -1};
-  int err = 0;
-  fds[0] = with_stdin ? connect_stream(nonce, 0) : dev_null;
-  if (fds[0] < 0) err = -fds[0];
+  /* Every child's exit must be reported: no start without room to remember it. */
+  int err = nchildren < MAX_CHILDREN ? 0 : EAGAIN;
+  if (!err) {
+    fds[0] = with_stdin ? connect_stream(nonce, 0) : dev_null;
+    if (fds[0] < 0) err = -fds[0];
+  }
   for (int s = 1; s <= 2 && !err; s++) {
     fds[s] = connect_stream(nonce, s);
     if (fds[s] < 0) err = -fds[s];
@@ -304,6 +307,16 @@ static void remove_socket(void) {
   rmdir(sock_dir);
 }
 
+/*
+ * Node is gone or done: nobody supervises what still runs. Node's exit hook SIGKILLs the group of
+ * every run it knows; this covers the runs it sent but had not heard of yet.
+ */
+static void __attribute__((noreturn)) quit(void) {
+  for (int i = 0; i < nchildren; i++)
+    if (kill(-children[i].pid, SIGKILL) != 0) kill(children[i].pid, SIGKILL);
+  _exit(0);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2 || strlen(argv[1]) >= sizeof addr.sun_path) return 2;
   pid_t parent = getppid();
@@ -345,7 +358,7 @@ int main(int argc, char **argv) {
         if (si.ssi_signo == SIGUSR1) parent_died = 1;
       if (parent_died) {
         remove_socket();
-        _exit(0);
+        quit();
       }
       reap();
     }
@@ -358,7 +371,7 @@ int main(int argc, char **argv) {
       }
       ssize_t n = read(0, buf + have, cap - have);
       if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (n <= 0) _exit(0); /* Node closed the channel */
+      if (n <= 0) quit(); /* Node closed the channel */
       have += (size_t)n;
       size_t at = 0;
       while (have - at >= 4) {

@@ -414,7 +414,19 @@ export function startThroughSpawner(c: CompiledRunRequest, done: (s: SpawnerStar
     current.request(c, done);
     return;
   }
-  void spawner().then((s) => (s ? s.request(c, done) : done({ kind: "fallback" })));
+  // A run that holds the loop holds it while the spawner starts too (its hello is awaited).
+  const release = c.holdsLoop ? holdLoop() : () => {};
+  void spawner().then((s) => {
+    release();
+    if (s) s.request(c, done);
+    else done({ kind: "fallback" });
+  });
+}
+
+/** Keeps the event loop alive until the returned function is called. */
+function holdLoop(): () => void {
+  const t = setInterval(() => {}, 1 << 30);
+  return () => clearInterval(t);
 }
 
 let lastUsedNonce: string | undefined;
