@@ -3,9 +3,10 @@
  * large streams), and that what a child sees and what a failed start reports are exactly what
  * Node's own spawn gives.
  */
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isGone, waitGone } from "../testing/processes.js";
 import { buildEnv } from "./env.js";
@@ -167,5 +168,38 @@ describe("the same as Node's own spawn", () => {
       TRANSPORTS.map((t) => over(t, { command: "readlink", args: ["/proc/self/fd/0"], env, stdin: "" })),
     );
     expect(withStdin.map((r) => r.stdout.replace(/:.*/s, ""))).toEqual(["socket", "socket"]);
+  });
+});
+
+describe("the event loop (a separate Node process on the built dist/)", () => {
+  const door = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "dist", "exec", "index.js");
+  const script = `
+    const { runProcess } = await import(${JSON.stringify(door)});
+    const { spawnerPid } = await import(${JSON.stringify(join(dirname(door), "spawner.js"))});
+    for (let i = 0; i < 20; i++) {
+      const r = await runProcess({ command: "/bin/true" });
+      if (r.exitCode !== 0) throw new Error("run " + i + ": " + JSON.stringify(r));
+    }
+    const r = await runProcess({ command: "sh", args: ["-c", "echo $PPID"] });
+    console.log(r.stdout.trim() === String(spawnerPid()) ? "spawner" : "other", spawnerPid());
+    // Does not hold the loop: Node exits while it runs, and it must not outlive Node.
+    void runProcess({ command: "sh", args: ["-c", "echo $$ > " + process.argv[1] + "; exec sleep 30"], holdsLoop: false });
+    await new Promise((r) => setTimeout(r, 300));
+  `;
+  it.skipIf(!existsSync(door))("holds it exactly while a run that holds it is in flight", async () => {
+    const pidFile = join(dir, "held.pid");
+    const r = await runProcess({
+      command: process.execPath,
+      args: ["--input-type=module", "-e", script, pidFile],
+      env,
+      timeoutMs: 30_000,
+    });
+    expect(r.stderr).toBe("");
+    const [how, spawner] = r.stdout.trim().split(" ");
+    expect(how).toBe("spawner");
+    expect(r.exitCode).toBe(0);
+    expect(r.durationMs).toBeLessThan(20_000);
+    expect(await waitGone(Number(spawner))).toBe(true);
+    expect(await waitGone(Number(readFileSync(pidFile, "utf8")))).toBe(true);
   });
 });

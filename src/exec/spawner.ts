@@ -273,10 +273,11 @@ class Spawner {
     } else {
       // Its streams may still be on their way (a child that exits at once): the nonce stays.
       this.byId.delete(p.id);
-      if (p.holds && --this.holds === 0) this.control.unref();
       const sig = r.signal === null ? null : (signalNames.get(r.signal) ?? null);
-      if (p.child) p.child.exited(r.code, sig);
-      else p.exit = [r.code, sig];
+      if (p.child) {
+        this.unhold(p);
+        p.child.exited(r.code, sig);
+      } else p.exit = [r.code, sig]; // the loop stays held until its streams are here
     }
   }
 
@@ -286,14 +287,24 @@ class Spawner {
     if (!stdout || !stderr) return;
     if (p.holds) for (const s of p.streams) s?.ref();
     p.child = new SpawnerChild(p.pid, stdin ?? null, stdout, stderr);
-    if (p.exit) p.child.exited(...p.exit);
+    if (p.exit) {
+      this.unhold(p);
+      p.child.exited(...p.exit);
+    }
     p.resolve({ kind: "started", child: p.child });
   }
 
   private forget(p: Pending): void {
     this.byId.delete(p.id);
     this.byNonce.delete(p.nonce);
-    if (p.holds && --this.holds === 0) this.control.unref();
+    this.unhold(p);
+  }
+
+  /** A run that holds the loop holds it until its outcome is known and its streams are ours. */
+  private unhold(p: Pending): void {
+    if (!p.holds) return;
+    p.holds = false;
+    if (--this.holds === 0) this.control.unref();
   }
 
   /** The spawner exited (or could not start): every run through it settles, the next run starts another. */
@@ -303,7 +314,8 @@ class Spawner {
     this.isReady = false;
     this.markReady(false);
     this.onGone(this);
-    for (const p of [...this.byId.values()]) {
+    // Every run not settled yet: running, or exited with its streams still on their way.
+    for (const p of new Set([...this.byId.values(), ...this.byNonce.values()])) {
       this.forget(p);
       // Started (or maybe started): nothing reports its exit any more, so nothing of it may run on.
       if (p.pid !== undefined) signalGroup(p.pid, "SIGKILL");
