@@ -15,6 +15,7 @@
  *   kind 1 started  a = pid
  *   kind 2 failed   a = errno (nothing runs)
  *   kind 3 exited   a = exit code or -1, b = signal number or 0 (from waitpid)
+ *   kind 4 no streams  a = errno: SOCKET could not be reached, nothing runs (Node starts it itself)
  *
  * Per request: one connection to SOCKET per stream (stdin when asked, stdout, stderr), each
  * opened by writing the request's nonce and the stream number (0, 1, 2) so Node can tell it from
@@ -64,7 +65,7 @@
 #define SYS_close_range 436
 #endif
 
-enum { REPLY_HELLO = 0, REPLY_STARTED = 1, REPLY_FAILED = 2, REPLY_EXITED = 3 };
+enum { REPLY_HELLO = 0, REPLY_STARTED = 1, REPLY_FAILED = 2, REPLY_EXITED = 3, REPLY_NO_STREAMS = 4 };
 
 static struct sockaddr_un addr;
 static char sock_dir[sizeof addr.sun_path];
@@ -260,6 +261,7 @@ static void start(unsigned char *body, uint32_t len) {
   int fds[3] = {-1, -1, -1};
   /* Every child's exit must be reported: no start without room to remember it. */
   int err = nchildren < MAX_CHILDREN ? 0 : EAGAIN;
+  int no_streams = 0;
   if (!err) {
     fds[0] = with_stdin ? connect_stream(nonce, 0) : dev_null;
     if (fds[0] < 0) err = -fds[0];
@@ -268,6 +270,7 @@ static void start(unsigned char *body, uint32_t len) {
     fds[s] = connect_stream(nonce, s);
     if (fds[s] < 0) err = -fds[s];
   }
+  if (err && err != EAGAIN) no_streams = 1; /* the error is ours, not the command's */
   pid_t pid = -1;
   if (!err) {
     child_errno = 0;
@@ -284,7 +287,7 @@ static void start(unsigned char *body, uint32_t len) {
     if (fds[s] >= 0 && fds[s] != dev_null) close(fds[s]);
   free(strs);
   if (err) {
-    reply(id, REPLY_FAILED, err, 0);
+    reply(id, no_streams ? REPLY_NO_STREAMS : REPLY_FAILED, err, 0);
     return;
   }
   remember(pid, id);

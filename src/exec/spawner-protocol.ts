@@ -20,13 +20,15 @@ export const MAX_SPAWNER_REQUEST_BYTES = 16 << 20;
 /** Stream numbers, as the child sees them (its fds). */
 export const Stream = { stdin: 0, stdout: 1, stderr: 2 } as const;
 
-export const ReplyKind = { hello: 0, started: 1, failed: 2, exited: 3 } as const;
+export const ReplyKind = { hello: 0, started: 1, failed: 2, exited: 3, noStreams: 4 } as const;
 
 export type Reply =
   | { kind: "hello"; version: number }
   | { kind: "started"; id: number; pid: number }
   | { kind: "failed"; id: number; errno: number }
-  | { kind: "exited"; id: number; code: number | null; signal: number | null };
+  | { kind: "exited"; id: number; code: number | null; signal: number | null }
+  /** The spawner could not reach the stream socket: nothing started (Node starts it itself). */
+  | { kind: "noStreams"; id: number; errno: number };
 
 /** What one request asks the spawner to start. */
 export interface SpawnRequestFrame {
@@ -73,6 +75,8 @@ export function decodeReply(b: Buffer, at: number): Reply {
       return { kind: "started", id, pid: a };
     case ReplyKind.failed:
       return { kind: "failed", id, errno: a };
+    case ReplyKind.noStreams:
+      return { kind: "noStreams", id, errno: a };
     default:
       return { kind: "exited", id, code: a < 0 ? null : a, signal: c === 0 ? null : c };
   }

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isGone, waitGone } from "../testing/processes.js";
 import { buildEnv } from "./env.js";
 import { runProcess } from "./process-runner.js";
-import { spawnerPid } from "./spawner.js";
+import { spawnerInternals, spawnerPid } from "./spawner.js";
 import { spawnerMissing, TRANSPORTS, type Transport, useTransport } from "./spawner-kit.js";
 import type { RunRequest, RunResult } from "./types.js";
 
@@ -201,5 +201,18 @@ describe("the event loop (a separate Node process on the built dist/)", () => {
     expect(r.durationMs).toBeLessThan(20_000);
     expect(await waitGone(Number(spawner))).toBe(true);
     expect(await waitGone(Number(readFileSync(pidFile, "utf8")))).toBe(true);
+  });
+});
+
+// Last in this file: it switches this process to the fallback for good.
+describe("an unusable stream socket", () => {
+  it("falls back to Node's spawn for that run and every later one, with the same results", async () => {
+    await runningSpawner();
+    rmSync(spawnerInternals().socketPath as string);
+    const r = await bash('echo "fell back $PPID"');
+    expect(r).toMatchObject({ exitCode: 0, stdout: `fell back ${process.pid}\n` });
+    expect(r.spawnError).toBeUndefined();
+    const again = await bash("echo $PPID");
+    expect(again.stdout).toBe(`${process.pid}\n`);
   });
 });

@@ -264,6 +264,12 @@ class Spawner {
     if (r.kind === "started") {
       p.pid = r.pid;
       this.maybeStarted(p);
+    } else if (r.kind === "noStreams") {
+      // Our socket is unusable here: this run and every later one use Node's spawn.
+      this.forget(p);
+      for (const s of p.streams) s?.destroy();
+      disabled = true;
+      p.resolve({ kind: "fallback" });
     } else if (r.kind === "failed") {
       this.forget(p);
       for (const s of p.streams) s?.destroy();
@@ -348,7 +354,11 @@ function listen(): { server: Server; dir: string; path: string } {
   const dir = mkdtempSync(join(tmpdir(), "ratchet-spawner-")); // 0700
   const path = join(dir, "s");
   const server = net().createServer((sock) => acceptStream(sock));
-  server.on("error", () => {});
+  server.on("error", () => {
+    // Cannot listen (the temp folder is not usable): every run uses Node's spawn.
+    disabled = true;
+    current?.proc.kill("SIGKILL");
+  });
   server.listen(path);
   server.unref();
   process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
