@@ -29,8 +29,8 @@
  * descendants close them.
  *
  * It runs nothing but what a request says. It exits when fd 0 reaches EOF (Node is gone or done
- * with it), SIGKILLing the group of every child still running first (Node's exit hook does the
- * same for the runs it knows of; this covers a request Node sent just before it exited); when
+ * with it), sending SIGTERM to the group of every child still running first (Node's exit hook
+ * SIGKILLs the runs it knows of; this covers a request Node sent just before it exited); when
  * Node dies (PR_SET_PDEATHSIG) it does the same and also removes SOCKET and its folder. It is not
  * dumpable (no /proc/<pid>/fd or mem for processes without CAP_SYS_PTRACE). Diagnostics go
  * nowhere: a reply is the only output.
@@ -312,11 +312,13 @@ static void remove_socket(void) {
 
 /*
  * Node is gone or done: nobody supervises what still runs. Node's exit hook SIGKILLs the group of
- * every run it knows; this covers the runs it sent but had not heard of yet.
+ * every run it knows; this covers the runs it sent but had not heard of yet. SIGTERM, not SIGKILL:
+ * a `ratchet-confine` among them must live to kill its own descendants (also those that left the
+ * group), which it does on SIGTERM and, at once, on our exit (its parent-death signal).
  */
 static void __attribute__((noreturn)) quit(void) {
   for (int i = 0; i < nchildren; i++)
-    if (kill(-children[i].pid, SIGKILL) != 0) kill(children[i].pid, SIGKILL);
+    if (kill(-children[i].pid, SIGTERM) != 0) kill(children[i].pid, SIGTERM);
   _exit(0);
 }
 

@@ -36,6 +36,8 @@ const net = lazyBuiltin<typeof import("node:net")>("node:net");
 export const SPAWNER_FILE = "ratchet-spawner";
 /** `spawnError.code` of a run whose spawner died under it (its group is killed). */
 export const SPAWNER_LOST = "ESPAWNER";
+/** After the spawner's death, ms between SIGTERM and SIGKILL to the groups it was running. */
+const LOST_KILL_GRACE_MS = 500;
 /** A connection that has not named its stream within this many ms is dropped. */
 const STREAM_HELLO_TIMEOUT_MS = 5000;
 
@@ -324,7 +326,7 @@ class Spawner {
     for (const p of new Set([...this.byId.values(), ...this.byNonce.values()])) {
       this.forget(p);
       // Started (or maybe started): nothing reports its exit any more, so nothing of it may run on.
-      if (p.pid !== undefined) signalGroup(p.pid, "SIGKILL");
+      if (p.pid !== undefined) killLost(p.pid);
       if (p.child) p.child.lost();
       else {
         for (const s of p.streams) s?.destroy();
@@ -333,6 +335,15 @@ class Spawner {
     }
     this.proc.stdin?.destroy();
   }
+}
+
+/**
+ * Ends the group of a run whose spawner died: SIGTERM, SIGKILL {@link LOST_KILL_GRACE_MS} later.
+ * Not SIGKILL at once: a `ratchet-confine` in it must live to kill its own descendants.
+ */
+function killLost(pgid: number): void {
+  signalGroup(pgid, "SIGTERM");
+  setTimeout(() => signalGroup(pgid, "SIGKILL"), LOST_KILL_GRACE_MS).unref();
 }
 
 function errnoName(errno: number): string {
