@@ -143,6 +143,17 @@ describe("the same as Node's own spawn", () => {
     expect(viaSpawner.pid).toBeUndefined();
   });
 
+  it("runs a child without a cwd in Node's current cwd, also after a chdir", async () => {
+    const before = process.cwd();
+    process.chdir(dir);
+    try {
+      const results = await Promise.all(TRANSPORTS.map((t) => over(t, { command: "pwd", env })));
+      expect(results.map((r) => r.stdout)).toEqual([`${dir}\n`, `${dir}\n`]);
+    } finally {
+      process.chdir(before);
+    }
+  });
+
   it("gives the child the same process state: session, signals, fds, stdio kinds, env, cwd", async () => {
     // Everything here but the pids must match: our shell prints what its own process is given.
     const script = [

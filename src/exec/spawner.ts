@@ -201,7 +201,8 @@ class Spawner {
       nonce: nonceBytes,
       withStdin: c.stdin !== undefined,
       file: c.command,
-      cwd: c.cwd,
+      // Ours as it is now (Node may have chdir'd since the spawner started).
+      cwd: c.cwd ?? process.cwd(),
       argv: [c.command, ...c.args],
       env: c.env,
     });
