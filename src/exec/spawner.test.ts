@@ -51,17 +51,13 @@ async function runningSpawner(): Promise<number> {
 describe("the spawner's death", () => {
   it("settles a run in flight with spawnError ESPAWNER, kills its group, and the next run starts a new spawner", async () => {
     const old = await runningSpawner();
-    const running = bash("sleep 30 & echo $!; sleep 30");
-    // The run is started once its pid line arrives.
-    await new Promise<void>((resolve) => {
-      const t = setInterval(() => {
-        if (spawnerPid() === old) {
-          clearInterval(t);
-          resolve();
-        }
-      }, 10);
+    // Killed once the run is under way: its grandchild's pid line has arrived.
+    let underWay!: () => void;
+    const printed = new Promise<void>((r) => {
+      underWay = r;
     });
-    await new Promise((r) => setTimeout(r, 300));
+    const running = bash("sleep 30 & echo $!; sleep 30", { onOutput: () => underWay() });
+    await printed;
     process.kill(old, "SIGKILL");
     const r = await running;
     expect(r.spawnError?.code).toBe("ESPAWNER");
