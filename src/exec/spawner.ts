@@ -7,8 +7,6 @@
  */
 
 import type { ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { EventEmitter } from "node:events";
 import { accessSync, constants as fsConstants, mkdtempSync, rmSync } from "node:fs";
 import type { Server, Socket } from "node:net";
 import { constants as osConstants, tmpdir } from "node:os";
@@ -17,6 +15,7 @@ import { getSystemErrorName } from "node:util";
 import { findAbove, lazyBuiltin } from "../core/index.js";
 import { signalGroup } from "./process-group.js";
 import type { CompiledRunRequest } from "./run-request.js";
+import { SpawnerChild } from "./spawner-child.js";
 import {
   decodeReply,
   encodeRequest,
@@ -32,10 +31,12 @@ import {
 
 const childProcess = lazyBuiltin<typeof import("node:child_process")>("node:child_process");
 const net = lazyBuiltin<typeof import("node:net")>("node:net");
+// Loaded on the first start, like the rest: a CLI that never spawns does not pay for them.
+const crypto = lazyBuiltin<typeof import("node:crypto")>("node:crypto");
+
+export { SPAWNER_LOST, SpawnerChild } from "./spawner-child.js";
 
 export const SPAWNER_FILE = "ratchet-spawner";
-/** `spawnError.code` of a run whose spawner died under it (its group is killed). */
-export const SPAWNER_LOST = "ESPAWNER";
 /** After the spawner's death, ms between SIGTERM and SIGKILL to the groups it was running. */
 const LOST_KILL_GRACE_MS = 500;
 /** A connection that has not named its stream within this many ms is dropped. */
@@ -62,70 +63,12 @@ export function findSpawner(): string | undefined {
   return binary ?? undefined;
 }
 
-const signalNames = new Map<number, NodeJS.Signals>(
-  Object.entries(osConstants.signals).map(([name, n]) => [n, name as NodeJS.Signals]),
-);
-
-/** A child the spawner started, shaped like the part of `ChildProcess` `supervise()` uses. */
-export class SpawnerChild extends EventEmitter {
-  private held = true;
-  private queued: (() => void)[] = [];
-  private gone = false;
-  constructor(
-    readonly pid: number,
-    readonly stdin: Socket | null,
-    readonly stdout: Socket,
-    readonly stderr: Socket,
-  ) {
-    super();
-  }
-
-  /** Signals the direct child (`supervise()` prefers the group). */
-  kill(signal: NodeJS.Signals = "SIGTERM"): boolean {
-    if (this.gone) return false;
-    try {
-      process.kill(this.pid, signal);
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  /** Its streams no longer keep the event loop alive. */
-  unref(): void {
-    for (const s of [this.stdin, this.stdout, this.stderr]) s?.unref();
-  }
-
-  /** Delivers what happened before the caller attached its listeners. */
-  release(): void {
-    this.held = false;
-    for (const f of this.queued.splice(0)) f();
-  }
-
-  /** @internal the spawner reported the exit. */
-  exited(code: number | null, signal: NodeJS.Signals | null): void {
-    this.deliver(() => {
-      this.gone = true;
-      this.emit("exit", code, signal);
-    });
-  }
-
-  /** @internal the spawner died while this child ran: its group was killed. */
-  lost(): void {
-    this.deliver(() => {
-      const err = Object.assign(new Error(`the spawner died while pid ${this.pid} ran`), {
-        code: SPAWNER_LOST,
-      });
-      this.emit("error", err);
-      this.gone = true;
-      this.emit("exit", null, null);
-    });
-  }
-
-  private deliver(f: () => void): void {
-    if (this.held) this.queued.push(f);
-    else f();
-  }
+let signalNames: Map<number, NodeJS.Signals> | undefined;
+function signalName(n: number): NodeJS.Signals | null {
+  signalNames ??= new Map(
+    Object.entries(osConstants.signals).map(([name, k]) => [k, name as NodeJS.Signals]),
+  );
+  return signalNames.get(n) ?? null;
 }
 
 /** How a start through the spawner ended. */
@@ -195,7 +138,7 @@ class Spawner {
    */
   request(c: CompiledRunRequest, done: (s: SpawnerStart) => void): void {
     const id = this.nextId++;
-    const nonceBytes = randomBytes(NONCE_BYTES);
+    const nonceBytes = crypto().randomBytes(NONCE_BYTES);
     const frame = encodeRequest({
       id,
       nonce: nonceBytes,
@@ -282,7 +225,7 @@ class Spawner {
     } else {
       // Its streams may still be on their way (a child that exits at once): the nonce stays.
       this.byId.delete(p.id);
-      const sig = r.signal === null ? null : (signalNames.get(r.signal) ?? null);
+      const sig = r.signal === null ? null : signalName(r.signal);
       if (p.child) {
         this.unhold(p);
         p.child.exited(r.code, sig);
