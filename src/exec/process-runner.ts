@@ -151,11 +151,11 @@ function runThroughSpawner(
 }
 
 function spawnerLost(c: CompiledRunRequest, pid: number | undefined): SpawnError {
-  const what = pid === undefined ? "before it reported whether it started" : `while it ran (pid ${pid})`;
-  return {
-    code: SPAWNER_LOST,
-    message: `the process spawner died ${what}: ${c.command} was killed with its process group; its exit status is unknown`,
-  };
+  const message =
+    pid === undefined
+      ? `the process spawner died before it reported whether ${c.command} started; nothing more is known of it`
+      : `the process spawner died while ${c.command} ran (pid ${pid}): its process group was killed; its exit status is unknown`;
+  return { code: SPAWNER_LOST, message };
 }
 
 /** A `killAllRunning()` that came while the run was starting: carried out once it runs. */
@@ -410,7 +410,7 @@ function supervise(
     if (!c.holdsLoop) timeoutTimer.unref();
     c.signal?.addEventListener("abort", onAbort, { once: true });
     // Through the spawner the child starts a moment after the call: a stop asked meanwhile counts.
-    if (stop) group.shutdown(stop.graceMs);
+    if (stop) void group.shutdown(stop.graceMs);
     else if (c.signal?.aborted) onAbort();
   }
   return result;

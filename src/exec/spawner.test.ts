@@ -61,7 +61,9 @@ describe("the spawner's death", () => {
     process.kill(old, "SIGKILL");
     const r = await running;
     expect(r.spawnError?.code).toBe("ESPAWNER");
-    expect(r.spawnError?.message).toMatch(/spawner died while it ran \(pid \d+\)/);
+    expect(r.spawnError?.message).toMatch(
+      /spawner died while bash ran \(pid \d+\): its process group was killed/,
+    );
     expect(r.exitCode).toBeNull();
     const grandchild = Number(r.stdout.split("\n")[0]);
     expect(grandchild).toBeGreaterThan(1);
