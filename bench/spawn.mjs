@@ -43,7 +43,8 @@ async function batch(transport, command, args) {
     const t = performance.now();
     const r = await runProcess({ command, args, env });
     walls.push(performance.now() - t);
-    if (r.exitCode !== 0) throw new Error(`${command} via ${transport}: ${JSON.stringify(r.spawnError ?? r.stderr)}`);
+    if (r.exitCode !== 0)
+      throw new Error(`${command} via ${transport}: ${JSON.stringify(r.spawnError ?? r.stderr)}`);
   }
   const cpu = process.cpuUsage(cpu0);
   return { walls, cpuMs: (cpu.user + cpu.system) / 1000 / RUNS };
@@ -54,13 +55,17 @@ const started = new Date().toISOString();
 // Warm-up: starts the spawner and loads what both paths load.
 await batch("spawner", "/bin/true", []);
 await batch("child_process", "/bin/true", []);
-if (spawnerPid() === undefined) throw new Error("no spawner running: build dist/native/ratchet-spawner (npm run build)");
+if (spawnerPid() === undefined)
+  throw new Error("no spawner running: build dist/native/ratchet-spawner (npm run build)");
 
 const figures = {};
 for (const size of SIZES) {
   const rss = growTo(size);
   for (const [label, command, args] of COMMANDS) {
-    const per = { spawner: { medians: [], all: [], cpu: [] }, child_process: { medians: [], all: [], cpu: [] } };
+    const per = {
+      spawner: { medians: [], all: [], cpu: [] },
+      child_process: { medians: [], all: [], cpu: [] },
+    };
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? ["spawner", "child_process"] : ["child_process", "spawner"];
       for (const t of order) {
