@@ -31,8 +31,8 @@ function grandchildOf(stdout: string): number {
 
 describe.each(TRANSPORTS)("over %s", (transport) => {
   let restore = (): void => {};
-  beforeAll(() => {
-    restore = useTransport(transport);
+  beforeAll(async () => {
+    restore = await useTransport(transport);
   });
   afterAll(() => restore());
 

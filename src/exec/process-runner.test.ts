@@ -20,8 +20,8 @@ const node = (code: string, extra: Partial<RunRequest> = {}) =>
 
 describe.each(TRANSPORTS)("over %s", (transport) => {
   let restore = (): void => {};
-  beforeAll(() => {
-    restore = useTransport(transport);
+  beforeAll(async () => {
+    restore = await useTransport(transport);
   });
   afterAll(() => restore());
 

@@ -52,8 +52,8 @@ const runners: [string, () => ProcessRunner, Transport | undefined][] = [
 
 describe.each(runners)("ProcessRunner contract: %s", (name, make, transport) => {
   let restore = (): void => {};
-  beforeAll(() => {
-    if (transport) restore = useTransport(transport);
+  beforeAll(async () => {
+    if (transport) restore = await useTransport(transport);
   });
   afterAll(() => restore());
 

@@ -4,14 +4,24 @@
  * a suite switches by setting it around its tests.
  */
 
-import { findSpawner, spawnerPid } from "./spawner.js";
+import { findSpawner, spawnerPid, startSpawner } from "./spawner.js";
 
 /** The two ways a run can be started. */
 export const TRANSPORTS = ["spawner", "child_process"] as const;
 export type Transport = (typeof TRANSPORTS)[number];
 
-/** Makes every following run use `t`; returns the function that puts the setting back. */
-export function useTransport(t: Transport): () => void {
+/**
+ * Makes every following run use `t` (with the spawner started and ready: otherwise the first run
+ * would use the fallback while it starts); resolves to the function that puts the setting back.
+ */
+export async function useTransport(t: Transport): Promise<() => void> {
+  const restore = setTransport(t);
+  if (t === "spawner") await startSpawner();
+  return restore;
+}
+
+/** Sets the transport without waiting for the spawner. */
+export function setTransport(t: Transport): () => void {
   const before = process.env.RATCHET_NO_SPAWNER;
   if (t === "spawner") delete process.env.RATCHET_NO_SPAWNER;
   else process.env.RATCHET_NO_SPAWNER = "1";
@@ -32,4 +42,9 @@ export function spawnerMissing(): string | undefined {
 /** The parent a child of transport `t` should report (`$PPID`): the spawner's pid, or ours. */
 export function expectedParent(t: Transport): number | undefined {
   return t === "spawner" ? spawnerPid() : process.pid;
+}
+
+/** Waits until the spawner takes runs again (after a test killed it, say). */
+export async function spawnerReady(): Promise<void> {
+  await startSpawner();
 }

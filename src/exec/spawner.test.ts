@@ -12,14 +12,21 @@ import { isGone, waitGone } from "../testing/processes.js";
 import { buildEnv } from "./env.js";
 import { runProcess } from "./process-runner.js";
 import { spawnerInternals, spawnerPid } from "./spawner.js";
-import { spawnerMissing, TRANSPORTS, type Transport, useTransport } from "./spawner-kit.js";
+import {
+  setTransport,
+  spawnerMissing,
+  spawnerReady,
+  TRANSPORTS,
+  type Transport,
+  useTransport,
+} from "./spawner-kit.js";
 import type { RunRequest, RunResult } from "./types.js";
 
 const dir = mkdtempSync(join(tmpdir(), "ratchet-spawner-test-"));
 const env = buildEnv({ inherit: "minimal" });
 let restore = (): void => {};
-beforeAll(() => {
-  restore = useTransport("spawner");
+beforeAll(async () => {
+  restore = await useTransport("spawner");
 });
 afterAll(() => {
   restore();
@@ -29,11 +36,14 @@ afterAll(() => {
 const bash = (script: string, extra: Partial<RunRequest> = {}) =>
   runProcess({ command: "bash", args: ["-c", script], env, ...extra });
 
-/** Runs `req` over `t` and puts the spawner transport back. */
-async function over(t: Transport, req: RunRequest): Promise<RunResult> {
-  const back = useTransport(t);
+/**
+ * Runs `req` over `t` (the spawner is ready: beforeAll) and puts the setting back at once: the
+ * transport is read when the run starts, so runs over both may go side by side.
+ */
+function over(t: Transport, req: RunRequest): Promise<RunResult> {
+  const back = setTransport(t);
   try {
-    return await runProcess(req);
+    return runProcess(req);
   } finally {
     back();
   }
@@ -41,6 +51,7 @@ async function over(t: Transport, req: RunRequest): Promise<RunResult> {
 
 async function runningSpawner(): Promise<number> {
   expect(spawnerMissing()).toBeUndefined();
+  await spawnerReady();
   const r = await bash("echo $PPID");
   const pid = spawnerPid();
   expect(pid).toBeDefined();
@@ -184,11 +195,13 @@ describe("the event loop (a separate Node process on the built dist/)", () => {
   const door = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "dist", "exec", "index.js");
   const script = `
     const { runProcess } = await import(${JSON.stringify(door)});
-    const { spawnerPid } = await import(${JSON.stringify(join(dirname(door), "spawner.js"))});
+    const { spawnerPid, startSpawner } = await import(${JSON.stringify(join(dirname(door), "spawner.js"))});
     for (let i = 0; i < 20; i++) {
       const r = await runProcess({ command: "/bin/true" });
       if (r.exitCode !== 0) throw new Error("run " + i + ": " + JSON.stringify(r));
     }
+    // The first run used Node's spawn while the spawner started; by now it takes runs.
+    await startSpawner();
     const r = await runProcess({ command: "sh", args: ["-c", "echo $PPID"] });
     console.log(r.stdout.trim() === String(spawnerPid()) ? "spawner" : "other", spawnerPid());
     // Does not hold the loop: Node exits while it runs, and it must not outlive Node.

@@ -383,27 +383,34 @@ async function spawner(): Promise<Spawner | undefined> {
 
 /**
  * Starts `c` through the spawner and calls `done` with the outcome (synchronously in the I/O
- * callback that completes it: attach to the child's streams right there); `fallback` when there
- * is no spawner (Node's spawn then runs it).
+ * callback that completes it: attach to the child's streams right there); `fallback` when no
+ * spawner is ready (Node's spawn then runs it).
  */
 export function startThroughSpawner(c: CompiledRunRequest, done: (s: SpawnerStart) => void): void {
   if (current?.isReady) {
     current.request(c, done);
     return;
   }
-  // A run that holds the loop holds it while the spawner starts too (its hello is awaited).
-  const release = c.holdsLoop ? holdLoop() : () => {};
-  void spawner().then((s) => {
-    release();
-    if (s) s.request(c, done);
-    else done({ kind: "fallback" });
-  });
+  // None running yet (this process's first run, or the first after its death): this run uses
+  // Node's spawn, and the spawner starts right after it, off this run's path.
+  if (!disabled && !current && !startScheduled) {
+    startScheduled = true;
+    setImmediate(() => {
+      startScheduled = false;
+      void spawner();
+    });
+  }
+  done({ kind: "fallback" });
 }
 
-/** Keeps the event loop alive until the returned function is called. */
-function holdLoop(): () => void {
-  const t = setInterval(() => {}, 1 << 30);
-  return () => clearInterval(t);
+let startScheduled = false;
+
+/**
+ * Starts the spawner now if none runs and resolves once it takes runs; false when there can be
+ * none here (tests and the bench, which must know which transport they measure).
+ */
+export async function startSpawner(): Promise<boolean> {
+  return (await spawner()) !== undefined;
 }
 
 let lastUsedNonce: string | undefined;

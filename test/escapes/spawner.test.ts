@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildEnv } from "../../src/exec/env.js";
 import { runProcess } from "../../src/exec/process-runner.js";
 import { spawnerInternals, spawnerPid } from "../../src/exec/spawner.js";
-import { spawnerMissing, useTransport } from "../../src/exec/spawner-kit.js";
+import { spawnerMissing, spawnerReady, useTransport } from "../../src/exec/spawner-kit.js";
 import type { RunRequest } from "../../src/exec/types.js";
 import { isGone, waitGone } from "../../src/testing/processes.js";
 import { confine, defaultReads, outcomes, python, scratch, skipReason } from "./native-kit.js";
@@ -17,8 +17,8 @@ import { confine, defaultReads, outcomes, python, scratch, skipReason } from "./
 const env = buildEnv({ inherit: "minimal" });
 const work = scratch("ratchet-spawner-escape-");
 let restore = (): void => {};
-beforeAll(() => {
-  restore = useTransport("spawner");
+beforeAll(async () => {
+  restore = await useTransport("spawner");
 });
 afterAll(() => {
   restore();
@@ -41,6 +41,7 @@ async function victimWorks(spawner: number): Promise<void> {
 
 async function theSpawner(): Promise<number> {
   expect(spawnerMissing()).toBeUndefined();
+  await spawnerReady();
   const r = await run("bash", ["-c", "echo $PPID"]);
   const pid = spawnerPid();
   expect(Number(r.stdout)).toBe(pid);
