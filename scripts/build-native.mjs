@@ -41,3 +41,6 @@ buildBinary(
 // The native client of the workspace daemon (docs/daemon.md): bin/ratchet runs it first, so a
 // ledger write from a shell costs no Node start-up when a daemon serves the workspace.
 buildBinary("native/client.c", "dist/native/ratchet-client", "bin/ratchet runs node bin/ratchet.js directly");
+// The resident spawner of the process runner (src/exec/ARCHITECTURE.md, "The spawner"): every
+// process Ratchet starts is started by it, so a start costs the same whatever Node's size.
+buildBinary("native/spawner.c", "dist/native/ratchet-spawner", "processes are started by Node itself");

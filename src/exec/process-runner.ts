@@ -6,6 +6,7 @@
 
 import type { ChildProcess } from "node:child_process";
 import { closeSync, openSync, writeSync } from "node:fs";
+import type { Readable, Writable } from "node:stream";
 import { lazyBuiltin } from "../core/index.js";
 import { HeadTailCapture } from "./capture.js";
 import { POST_KILL_WAIT_MS, STREAM_CLOSE_GRACE_MS } from "./limits.js";
@@ -20,6 +21,7 @@ import {
   messageOf,
   type SpawnError,
 } from "./run-request.js";
+import { SPAWNER_LOST, spawnerWanted, startThroughSpawner } from "./spawner.js";
 import type { ProcessRunner, RunRequest, RunResult } from "./types.js";
 
 // Loaded on the first spawn: most ledger CLI writes never spawn.
@@ -65,6 +67,18 @@ export function runProcess(req: RunRequest): Promise<RunResult> {
     }
   }
 
+  if (spawnerWanted()) return runThroughSpawner(c, fd, started);
+  return spawnDirect(c, fd, started, undefined);
+}
+
+/** Starts `c` with Node's own spawn (libuv forks Node) and supervises it. */
+function spawnDirect(
+  c: CompiledRunRequest,
+  fd: number | undefined,
+  started: number,
+  stop: StopAtStart | undefined,
+): Promise<RunResult> {
+  const elapsed = () => performance.now() - started;
   let child: ChildProcess;
   try {
     child = childProcess().spawn(c.command, c.args, {
@@ -85,15 +99,88 @@ export function runProcess(req: RunRequest): Promise<RunResult> {
     child.unref();
     for (const s of [child.stdout, child.stderr]) (s as { unref?: () => void } | null)?.unref?.();
   }
-  return supervise(child, c, fd, started);
+  return supervise(child, c, fd, started, stop);
+}
+
+/**
+ * Starts `c` through the resident spawner (spawner.ts) and supervises it like any child. Until
+ * the child runs, a placeholder in the registry takes `killAllRunning()`'s request, which the run
+ * then carries out on the real group.
+ */
+function runThroughSpawner(
+  c: CompiledRunRequest,
+  fd: number | undefined,
+  started: number,
+): Promise<RunResult> {
+  const elapsed = () => performance.now() - started;
+  let stop: StopAtStart | undefined;
+  let result!: Promise<RunResult>;
+  const starting: LiveGroup = {
+    pgid: -1,
+    shutdown: (graceMs) => {
+      stop = { graceMs };
+      return result.then(
+        () => undefined,
+        () => undefined,
+      );
+    },
+    killNow: () => {},
+  };
+  registerGroup(starting);
+  result = new Promise<RunResult>((resolve, reject) => {
+    // Called synchronously in the I/O callback that completes the start: supervise() is on the
+    // streams before anything already read from them can be emitted.
+    startThroughSpawner(c, (s) => {
+      unregisterGroup(starting);
+      if (s.kind === "fallback") {
+        spawnDirect(c, fd, started, stop).then(resolve, reject);
+        return;
+      }
+      if (s.kind === "started") {
+        if (!c.holdsLoop) s.child.unref();
+        supervise(s.child, c, fd, started, stop).then(resolve, reject);
+        s.child.release();
+        return;
+      }
+      if (fd !== undefined) closeSync(fd);
+      const spawnError = s.kind === "failed" ? describeSpawnError(s.error, c) : spawnerLost(c, s.pid);
+      resolve(emptyResult(elapsed(), { spawnError }));
+    });
+  });
+  return result;
+}
+
+function spawnerLost(c: CompiledRunRequest, pid: number | undefined): SpawnError {
+  const message =
+    pid === undefined
+      ? `the process spawner died before it reported whether ${c.command} started; nothing more is known of it`
+      : `the process spawner died while ${c.command} ran (pid ${pid}): its process group was killed; its exit status is unknown`;
+  return { code: SPAWNER_LOST, message };
+}
+
+/** A `killAllRunning()` that came while the run was starting: carried out once it runs. */
+interface StopAtStart {
+  graceMs: number | undefined;
+}
+
+/** The part of a child process `supervise()` uses: a `ChildProcess`, or a {@link SpawnerChild}. */
+interface SupervisedChild {
+  readonly pid?: number | undefined;
+  readonly stdin: Writable | null;
+  readonly stdout: Readable | null;
+  readonly stderr: Readable | null;
+  kill(signal?: NodeJS.Signals): boolean;
+  on(event: "error", listener: (err: Error) => void): unknown;
+  on(event: "exit", listener: (code: number | null, signal: NodeJS.Signals | null) => void): unknown;
 }
 
 /** Watches a spawned child until it settles. */
 function supervise(
-  child: ChildProcess,
+  child: SupervisedChild,
   c: CompiledRunRequest,
   fileFd: number | undefined,
   started: number,
+  stop: StopAtStart | undefined,
 ): Promise<RunResult> {
   const captures = {
     stdout: new HeadTailCapture(c.maxCaptureBytes),
@@ -267,11 +354,25 @@ function supervise(
       continue;
     }
     s.on("data", onData(stream));
-    s.on("close", onStreamClose);
+    let closed = false;
+    const onClose = (): void => {
+      if (closed) return;
+      closed = true;
+      onStreamClose();
+    };
+    s.on("close", onClose);
     s.on("error", () => {}); // a read error ends the stream; `close` follows
+    // A spawner child's stream may have closed before we got it (its nonce was read and then EOF).
+    if (s.closed) onClose();
   }
 
   child.on("error", (err) => {
+    // The spawner died under a running child: it was killed with its group; the exit that
+    // follows carries no status (spawner.ts).
+    if (errnoCode(err) === SPAWNER_LOST && !done) {
+      spawnError = spawnerLost(c, pid);
+      return;
+    }
     // Before a pid exists this is a spawn failure (ENOENT, EACCES, …). Later errors come from
     // kill() on a dead process and change nothing.
     if (pid !== undefined || done) return;
@@ -308,6 +409,9 @@ function supervise(
     }, c.timeoutMs);
     if (!c.holdsLoop) timeoutTimer.unref();
     c.signal?.addEventListener("abort", onAbort, { once: true });
+    // Through the spawner the child starts a moment after the call: a stop asked meanwhile counts.
+    if (stop) void group.shutdown(stop.graceMs);
+    else if (c.signal?.aborted) onAbort();
   }
   return result;
 }

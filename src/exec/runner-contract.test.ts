@@ -5,11 +5,12 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { truncationMarker } from "../core/index.js";
 import { FakeProcessRunner } from "../testing/fake-process-runner.js";
 import { buildEnv } from "./env.js";
 import { realProcessRunner } from "./process-runner.js";
+import { type Transport, useTransport } from "./spawner-kit.js";
 import type { ProcessRunner, RunResult } from "./types.js";
 
 const dir = mkdtempSync(join(tmpdir(), "ratchet-contract-"));
@@ -43,12 +44,19 @@ function expectWellFormed(r: RunResult): void {
   if (r.signal !== null) expect(r.exitCode).toBeNull();
 }
 
-const runners: [string, () => ProcessRunner][] = [
-  ["realProcessRunner", () => realProcessRunner],
-  ["FakeProcessRunner", scriptedFake],
+const runners: [string, () => ProcessRunner, Transport | undefined][] = [
+  ["realProcessRunner over the spawner", () => realProcessRunner, "spawner"],
+  ["realProcessRunner over child_process", () => realProcessRunner, "child_process"],
+  ["FakeProcessRunner", scriptedFake, undefined],
 ];
 
-describe.each(runners)("ProcessRunner contract: %s", (name, make) => {
+describe.each(runners)("ProcessRunner contract: %s", (name, make, transport) => {
+  let restore = (): void => {};
+  beforeAll(async () => {
+    if (transport) restore = await useTransport(transport);
+  });
+  afterAll(() => restore());
+
   it("captures stdout, stderr, combined and the exit code", async () => {
     const r = await make().run({ command: "sh", args: OUT_ERR_EXIT, env });
     expectWellFormed(r);
@@ -70,7 +78,7 @@ describe.each(runners)("ProcessRunner contract: %s", (name, make) => {
   });
 
   it("streams to onOutput and appends everything to combinedFile", async () => {
-    const file = join(dir, `${name}.log`);
+    const file = join(dir, `${name.replaceAll(" ", "-")}.log`);
     const chunks: string[] = [];
     const r = await make().run({
       command: "sh",

@@ -95,7 +95,8 @@ export interface RunResult {
   /**
    * The process could not be started (missing executable, not executable, missing cwd,
    * unopenable `combinedFile`): a harness failure, distinct from a non-zero exit. `code` is the
-   * errno name (`ENOENT`, `EACCES`, `ENOTDIR`, …).
+   * errno name (`ENOENT`, `EACCES`, `ENOTDIR`, …), or `ESPAWNER` when the process spawner died
+   * under the run (its group was killed; `pid` is set, the exit status unknown).
    */
   spawnError?: { code: string; message: string };
   /** Set when appending to `combinedFile` failed mid-run (the run itself went on). */
