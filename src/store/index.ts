@@ -66,6 +66,7 @@ export type {
   StepLogRow,
   StepPatch,
   StepRow,
+  StepStateRow,
   Store,
 } from "./types.js";
 export type { Workspace } from "./workspace.js";
