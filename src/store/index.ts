@@ -49,7 +49,7 @@ export type { Migration } from "./sqlite/migrations.js";
 export { MIGRATIONS } from "./sqlite/migrations.js";
 export type { SqliteDb } from "./sqlite/open.js";
 export { migrate, openSqlite } from "./sqlite/open.js";
-export { SqliteStore } from "./sqlite/sqlite-store.js";
+export { type CheckpointMode, SqliteStore } from "./sqlite/sqlite-store.js";
 export type {
   DeviationRow,
   EventQuery,

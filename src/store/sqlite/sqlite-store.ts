@@ -21,7 +21,8 @@ import type {
   StepStateRow,
   Store,
 } from "../types.js";
-import { openSqlite, type SqliteDb } from "./open.js";
+import { Checkpointer, SAFETY_NET_FACTOR } from "./checkpointer.js";
+import { checkpointFrames, openSqlite, type SqliteDb } from "./open.js";
 
 function insertSql(table: string, columns: readonly string[]): string {
   return `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((c) => `@${c}`).join(", ")})`;
@@ -164,9 +165,46 @@ export class SqliteStore implements Store {
     return this.#sql;
   }
 
-  /** Opens the store at `path` (creating it when `create`). */
-  static open(path: string, opts: { create?: boolean } = {}): SqliteStore {
-    return new SqliteStore(openSqlite(path, opts));
+  /**
+   * Opens the store at `path` (creating it when `create`). `checkpoint: "background"` (resident
+   * processes: the daemon, `ratchet serve`) moves the WAL checkpoint off this connection's path
+   * onto a worker thread with its own connection, at the same WAL size; this connection's
+   * autocheckpoint stays on at {@link SAFETY_NET_FACTOR} times that size, and back at it if the
+   * worker dies (said once through `log`, stderr by default). Short processes keep the default
+   * (`"writer"`): a thread's start costs them more than it saves.
+   */
+  static open(
+    path: string,
+    opts: { create?: boolean; checkpoint?: CheckpointMode; log?: (line: string) => void } = {},
+  ): SqliteStore {
+    const store = new SqliteStore(openSqlite(path, opts));
+    if (opts.checkpoint === "background" && path !== ":memory:") store.#startCheckpointer(opts.log);
+    return store;
+  }
+
+  #checkpointer?: Checkpointer;
+
+  /** The background checkpointer, when the store was opened with one and it still runs. */
+  get checkpointer(): Checkpointer | undefined {
+    return this.#checkpointer;
+  }
+
+  #startCheckpointer(log: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): void {
+    const frames = checkpointFrames(this.db);
+    this.db.pragma(`wal_autocheckpoint = ${frames * SAFETY_NET_FACTOR}`);
+    try {
+      this.#checkpointer = new Checkpointer(this.db.name, frames, (why) => {
+        if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${frames}`);
+        log(
+          `ratchet: the background WAL checkpoint stopped (${why}); this connection checkpoints itself from now on`,
+        );
+      });
+    } catch (err) {
+      this.db.pragma(`wal_autocheckpoint = ${frames}`);
+      log(
+        `ratchet: the background WAL checkpoint did not start (${(err as Error).message}); this connection checkpoints itself`,
+      );
+    }
   }
 
   #stmt(sql: string): Statement {
@@ -601,6 +639,12 @@ export class SqliteStore implements Store {
   }
 
   close(): void {
+    // The worker's connection closes first: the writer's close is then the file's last, and it
+    // checkpoints and removes the WAL as before.
+    this.#checkpointer?.stop();
     this.db.close();
   }
 }
+
+/** Who runs a SQLite store's WAL checkpoints ({@link SqliteStore.open}). */
+export type CheckpointMode = "writer" | "background";
