@@ -30,7 +30,8 @@ const STOP = 0;
 const DONE = 1;
 const CHECKPOINTS = 2;
 const FAILED = 3;
-const SLOTS = 4;
+const READY = 4;
+const SLOTS = 5;
 
 /**
  * The worker (CommonJS, evaluated: the CLI is bundled and has no file of its own for it). It
@@ -56,6 +57,7 @@ try {
   db.pragma("wal_autocheckpoint = 0");
   db.pragma("wal_checkpoint(PASSIVE)");
   fd = fs.openSync(dbPath + "-shm", "r");
+  Atomics.store(state, ${READY}, 1);
   const buf = Buffer.alloc(132);
   const u32 = (o) => (littleEndian ? buf.readUInt32LE(o) : buf.readUInt32BE(o));
   let wait = pollMs;
@@ -130,6 +132,11 @@ export class Checkpointer {
   /** Checkpoints the worker ran (its own count, for tests and benches). */
   get checkpoints(): number {
     return Atomics.load(this.#state, CHECKPOINTS);
+  }
+
+  /** Whether the worker has opened its connection and watches the WAL. */
+  get ready(): boolean {
+    return Atomics.load(this.#state, READY) === 1;
   }
 
   /** Whether the worker is still checkpointing. */
