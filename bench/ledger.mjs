@@ -2,7 +2,9 @@
 //  (a) in-process step lifecycles (start + complete, each one BEGIN IMMEDIATE transaction with its
 //      event and the roll-up check) per second on WAL; baselines in the same run, interleaved: the
 //      two transactions as bare SQL on minimal tables (update a row + insert an event), and bare
-//      SQL writing the same rows as the ledger on the same schema. BENCH_ONLY=a runs (a) alone.
+//      SQL writing the same rows as the ledger on the same schema; and the ledger as the resident
+//      processes open it (checkpoint "background": the WAL checkpoint on a worker thread).
+//      BENCH_ONLY=a runs (a) alone.
 //  (b) median whole-process time of one CLI write divided by a bare `node -e 0`, interleaved.
 //  (c) per-op cost of `ratchet step apply` with 10,000 ops divided by one CLI process per op.
 import { statSync, writeFileSync } from "node:fs";
@@ -22,9 +24,9 @@ const APPLY_OPS = 10000;
 // Plans kept aside for counting the pages each variant writes per transaction (after the rounds).
 const PAGE_PLANS = 10;
 
-function ledgerIn(dir) {
+function ledgerIn(dir, checkpoint) {
   const { workspace } = initWorkspace(dir);
-  const store = SqliteStore.open(workspace.dbPath, { create: true });
+  const store = SqliteStore.open(workspace.dbPath, { create: true, checkpoint });
   return { ws: workspace, store, ledger: new Ledger({ store, blobs: new BlobStore(workspace.blobsDir) }) };
 }
 
@@ -46,6 +48,25 @@ const ledgerRound = (from, to) => {
     for (const id of plans[k]) {
       a.ledger.start({ step_id: id });
       a.ledger.complete({ step_id: id, summary: "done" });
+    }
+  }
+};
+// The ledger as the resident processes open it (the workspace daemon, `ratchet serve`): the WAL
+// checkpoint on a worker thread with its own connection (SqliteStore.open checkpoint "background").
+const g = ledgerIn(tempDir("ag"), "background");
+const gPlans = [];
+for (let i = 0; i < LIFECYCLES / STEPS_PER_PLAN + PAGE_PLANS; i++) {
+  const p = g.ledger.publish({
+    goal: `bench plan ${i}`,
+    steps: Array.from({ length: STEPS_PER_PLAN }, (_, j) => ({ title: `s${j}`, type: "THINKING" })),
+  });
+  gPlans.push(p.step_ids.slice(0, STEPS_PER_PLAN));
+}
+const residentRound = (from, to) => {
+  for (let k = from; k < to; k++) {
+    for (const id of gPlans[k]) {
+      g.ledger.start({ step_id: id });
+      g.ledger.complete({ step_id: id, summary: "done" });
     }
   }
 };
@@ -219,11 +240,12 @@ const sameRowsRound = (from, to) => {
   }
 };
 
-const time = { ledger: [0, 0], bare: [0, 0], same: [0, 0] };
+const time = { ledger: [0, 0], resident: [0, 0], bare: [0, 0], same: [0, 0] };
 const perRound = LIFECYCLES / STEPS_PER_PLAN / ROUNDS;
 for (let k = 0; k < ROUNDS; k++) {
   for (const [name, f] of [
     ["ledger", ledgerRound],
+    ["resident", residentRound],
     ["bare", bareRound],
     ["same", sameRowsRound],
   ]) {
@@ -251,6 +273,9 @@ const pages = {
 };
 const perSec = (ms) => LIFECYCLES / (ms / 1000);
 const lifecyclesPerSec = perSec(time.ledger[0]);
+const residentPerSec = perSec(time.resident[0]);
+const residentCheckpoints = g.store.checkpointer?.checkpoints ?? 0;
+g.store.close();
 const barePerSec = perSec(time.bare[0]);
 const samePerSec = perSec(time.same[0]);
 const cpuRatio = time.bare[1] / time.ledger[1];
@@ -262,6 +287,12 @@ const partA = {
   "(a) ledger / bare SQL throughput": lifecyclesPerSec / barePerSec,
   "(a) ledger / bare SQL, CPU time": cpuRatio,
   "(a) target ≥ 0.5 (issue 19)": lifecyclesPerSec / barePerSec >= 0.5 ? "met" : "MISSED",
+  "(a) resident (checkpoint on a worker thread, as daemon/serve) lifecycles/s": residentPerSec,
+  "(a) resident ledger / bare SQL throughput": residentPerSec / barePerSec,
+  "(a) resident ledger / bare SQL, CPU time (whole process: writer + worker)":
+    time.bare[1] / time.resident[1],
+  "(a) resident: checkpoints the worker ran": residentCheckpoints,
+  "(a) resident target ≥ 0.5 (issue 19)": residentPerSec / barePerSec >= 0.5 ? "met" : "MISSED",
   "(a) WAL pages per transaction: ledger": pages.ledger,
   "(a) WAL pages per transaction: baseline 1": pages.bare,
   "(a) WAL pages per transaction: baseline 2": pages.same,

@@ -169,7 +169,7 @@ class Daemon {
     readonly opts: DaemonOptions,
     readonly log: (line: string) => void,
   ) {
-    this.#store = SqliteStore.open(ws.dbPath);
+    this.#store = SqliteStore.open(ws.dbPath, { checkpoint: "background", log });
     this.#blobs = new BlobStore(ws.blobsDir);
     this.#server = createServer((socket) => this.#accept(socket));
   }

@@ -378,24 +378,27 @@ export class LedgerCore {
       return report;
     }
     const plan = known_ ?? this.requirePlan(planId);
-    const steps = this.store.stepsOfPlan(planId);
-    const review = steps.find((s) => s.role === StepRole.Review);
+    // The decision needs each step's place and state only; the review step's whole row is read
+    // when the decision moves it.
+    const steps = this.store.stepStatesOfPlan(planId);
+    const reviewState = steps.find((s) => s.role === StepRole.Review);
     const decision = rollUp(steps, { planOpen: true, hasProject: hasReviewProject(plan) });
-    if (!review) return report;
-    report.review_status = review.status;
+    if (!reviewState) return report;
+    report.review_status = reviewState.status;
+    if (decision.kind === "wait" || decision.kind === "closed") {
+      if (reviewState.status === StepStatus.NeedsReview) {
+        const child = steps.find((s) => s.role === StepRole.ReviewChild);
+        Object.assign(report, {
+          needs_agent_review: true,
+          project: plan.project ?? undefined,
+          review_step_id: reviewState.step_id,
+          review_child_step_id: child?.step_id,
+        });
+      }
+      return report;
+    }
+    const review = this.requireStep(reviewState.step_id);
     switch (decision.kind) {
-      case "wait":
-      case "closed":
-        if (review.status === StepStatus.NeedsReview) {
-          const child = steps.find((s) => s.role === StepRole.ReviewChild);
-          Object.assign(report, {
-            needs_agent_review: true,
-            project: plan.project ?? undefined,
-            review_step_id: review.step_id,
-            review_child_step_id: child?.step_id,
-          });
-        }
-        return report;
       case "complete": {
         const reviewed = review.status === StepStatus.NeedsReview;
         const started = this.startIfPending(review);

@@ -41,7 +41,7 @@ export interface ServerContext {
 }
 
 export function openServerContext(opts: ServerContextOptions): ServerContext {
-  const store = openStore(opts.workspace, { create: true });
+  const store = openStore(opts.workspace, { create: true, checkpoint: "background" });
   const blobs = blobsOf(opts.workspace, store);
   const ledger = new Ledger({ store, blobs });
   const hub = new EventHub(

@@ -280,6 +280,17 @@ describe.each(IMPLS)("Store contract: $name", (impl) => {
         });
       }
       expect(s.stepForMove("ghost", true)).toBeUndefined();
+      // stepStatesOfPlan: stepsOfPlan's rows, in its order, narrowed to the roll-up's four columns.
+      const states = (id: string) =>
+        s.stepsOfPlan(id).map((x) => ({
+          step_id: x.step_id,
+          parent_step_id: x.parent_step_id,
+          role: x.role,
+          status: x.status,
+        }));
+      expect(s.stepStatesOfPlan("p")).toStrictEqual(states("p"));
+      expect(s.stepStatesOfPlan("p").length).toBeGreaterThan(3);
+      expect(s.stepStatesOfPlan("ghost")).toEqual([]);
       // The last open regular step: the plan has open work, but none besides it.
       s.tx(() => {
         for (const x of s.stepsOfPlan("p"))

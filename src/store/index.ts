@@ -56,7 +56,7 @@ export type { Migration } from "./sqlite/migrations.js";
 export { MIGRATIONS } from "./sqlite/migrations.js";
 export type { SqliteDb } from "./sqlite/open.js";
 export { migrate, openSqlite } from "./sqlite/open.js";
-export { SqliteStore } from "./sqlite/sqlite-store.js";
+export { type CheckpointMode, SqliteStore } from "./sqlite/sqlite-store.js";
 export type {
   DeviationRow,
   EventQuery,
@@ -73,6 +73,7 @@ export type {
   StepLogRow,
   StepPatch,
   StepRow,
+  StepStateRow,
   Store,
 } from "./types.js";
 export type { Workspace } from "./workspace.js";

@@ -10,7 +10,7 @@ import { PgRunStore } from "./postgres/run-store.js";
 import { isPostgresUrl } from "./postgres/url.js";
 import type { RunStore } from "./runs.js";
 import { SqliteRunStore } from "./sqlite/run-store.js";
-import { SqliteStore } from "./sqlite/sqlite-store.js";
+import { type CheckpointMode, SqliteStore } from "./sqlite/sqlite-store.js";
 import type { Store } from "./types.js";
 import type { Workspace } from "./workspace.js";
 
@@ -19,10 +19,13 @@ export const isPostgresStore = (pathOrUrl: string | undefined): boolean => isPos
 
 /**
  * Opens the ledger store of a workspace: PostgreSQL when it names one, else its SQLite file
- * (created when `create`).
+ * (created when `create`). `checkpoint` is the SQLite file's ({@link SqliteStore.open}).
  * @throws workspace_not_found when the file or the server cannot be reached.
  */
-export function openStore(ws: Workspace, opts: { create?: boolean } = {}): Store {
+export function openStore(
+  ws: Workspace,
+  opts: { create?: boolean; checkpoint?: CheckpointMode; log?: (line: string) => void } = {},
+): Store {
   if (ws.storeUrl) return PgStore.open(ws.storeUrl);
   return SqliteStore.open(ws.dbPath, opts);
 }

@@ -161,6 +161,9 @@ export type StepPatch = Partial<Omit<StepRow, "step_id" | "plan_id" | "created_a
 /** A step's row narrowed to the columns a guarded move checks (columns.ts `MOVE_STEP_COLUMNS`). */
 export type MoveStepRow = Pick<StepRow, "step_id" | "plan_id" | "status" | "type" | "role" | "started_at">;
 
+/** A step's place and state in its plan: what the roll-up decides from ({@link Store.stepStatesOfPlan}). */
+export type StepStateRow = Pick<StepRow, "step_id" | "parent_step_id" | "role" | "status">;
+
 /**
  * A step read with what a transition of it checks, in one statement ({@link Store.stepForMove}).
  * `othersOpen` and `reviewStatus` are read only when asked (`rollup`): what the roll-up's cheap exit
@@ -202,6 +205,8 @@ export interface Store {
   getStep(stepId: string): StepRow | undefined;
   updateStep(stepId: string, patch: StepPatch): void;
   stepsOfPlan(planId: string): StepRow[];
+  /** `stepsOfPlan` narrowed to {@link StepStateRow}'s columns, in the same order. */
+  stepStatesOfPlan(planId: string): StepStateRow[];
   childrenOf(stepId: string): StepRow[];
   /** Non-review steps of a plan not yet terminal (PENDING, IN_PROGRESS, NEEDS_REVIEW). */
   countOpenSteps(planId: string): number;

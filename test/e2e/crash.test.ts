@@ -3,7 +3,7 @@
  * whose lease a sweep later fails; SIGINT / SIGTERM cancel the command's whole process group and
  * fail the step with exit status 130.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
@@ -21,7 +21,18 @@ import {
   waitFor,
   withDb,
 } from "../helpers/cli.js";
-import { stopDaemon, waitForDaemon } from "../helpers/daemon.js";
+import { daemonLog, stopDaemon, waitForDaemon } from "../helpers/daemon.js";
+
+/** The descriptors of process `pid` open on `file` (one per SQLite connection to it). */
+function openOn(pid: number, file: string): number {
+  let n = 0;
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      if (readlinkSync(`/proc/${pid}/fd/${fd}`) === file) n++;
+    } catch {}
+  }
+  return n;
+}
 
 // Generous bounds for a loaded 2-core machine (these spawn many processes); they are not timings.
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 });
@@ -105,7 +116,12 @@ describe.each([
       : made;
     const p = await publish(ws, { goal: "Crash me", steps: [{ title: "long build", type: "COMMAND" }] });
     const [A] = p.step_ids as [string];
-    if (daemon) await waitForDaemon(ws); // the first publish started it
+    if (daemon) {
+      const pid = await waitForDaemon(ws); // the first publish started it
+      // The daemon checkpoints from its worker thread: a second connection to the file is open.
+      const db = join(ws.ratchetDir, "ratchet.db");
+      await waitFor(() => openOn(pid, db) === 2, "the daemon's checkpoint worker to open the store");
+    }
     // A bystander whose lease is far from expiry: no sweep may touch it.
     const b = await publish(ws, { goal: "Bystander", steps: [{ title: "thinking", type: "THINKING" }] });
     const [B] = b.step_ids as [string];
@@ -177,7 +193,10 @@ describe.each([
     await waitFor(() => liveGroupMembers(pgid).length === 0, "the supervisor to end the command");
     groups.delete(pgid);
     // The daemon variant really went through it (the sweeps, the bystander's start, a publish).
-    if (daemon) expect(await stopDaemon(ws)).toBeGreaterThanOrEqual(5);
+    if (daemon) {
+      expect(await stopDaemon(ws)).toBeGreaterThanOrEqual(5);
+      expect(daemonLog(ws)).not.toMatch(/background WAL checkpoint/);
+    }
   });
 });
 

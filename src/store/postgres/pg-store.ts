@@ -17,6 +17,7 @@ import type {
   StepLogRow,
   StepPatch,
   StepRow,
+  StepStateRow,
   Store,
 } from "../types.js";
 import { PG_MIGRATIONS } from "./migrations.js";
@@ -297,6 +298,14 @@ export class PgStore implements Store {
     return this.#rows<StepRow>(`${STEP_SELECT} WHERE plan_id = $1 ORDER BY depth, seq, created_at, step_id`, [
       planId,
     ]);
+  }
+
+  stepStatesOfPlan(planId: string): StepStateRow[] {
+    // stepsOfPlan's order, four columns.
+    return this.#rows<StepStateRow>(
+      "SELECT step_id, parent_step_id, role, status FROM steps WHERE plan_id = $1 ORDER BY depth, seq, created_at, step_id",
+      [planId],
+    );
   }
 
   childrenOf(stepId: string): StepRow[] {

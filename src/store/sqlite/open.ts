@@ -42,12 +42,17 @@ export function openSqlite(
   // The page size can only be chosen while the file is empty (before WAL mode writes its header).
   if (db.pragma("page_count", { simple: true }) === 0) db.pragma(`page_size = ${SQLITE_PAGE_SIZE}`);
   db.pragma("journal_mode = WAL");
-  const pageSize = db.pragma("page_size", { simple: true }) as number;
-  db.pragma(`wal_autocheckpoint = ${Math.max(1000, Math.floor(SQLITE_WAL_CHECKPOINT_BYTES / pageSize))}`);
+  db.pragma(`wal_autocheckpoint = ${checkpointFrames(db)}`);
   db.pragma("synchronous = NORMAL");
   db.pragma("foreign_keys = ON");
   migrate(db, opts.migrations ?? MIGRATIONS);
   return db;
+}
+
+/** The WAL frames at which the store checkpoints (`SQLITE_WAL_CHECKPOINT_BYTES` in pages). */
+export function checkpointFrames(db: SqliteDb): number {
+  const pageSize = db.pragma("page_size", { simple: true }) as number;
+  return Math.max(1000, Math.floor(SQLITE_WAL_CHECKPOINT_BYTES / pageSize));
 }
 
 /**

@@ -168,3 +168,46 @@ describe("SqliteStore updates (cached positional statements)", () => {
     expect(fx.store.getStep(p.step_ids[0] as string)?.summary).toBeNull();
   });
 });
+
+describe("SqliteStore: the move's update finds its step by the rowid its read took", () => {
+  it("updates exactly the step read, only inside the transaction of the read", () => {
+    const fx = setup();
+    const p = fx.publish("rowid", ["THINKING", "THINKING"]);
+    const [a, b] = p.step_ids as [string, string];
+    const db = fx.store.db;
+    const row = (id: string) =>
+      db.prepare(`SELECT ${STEP_COLUMNS.join(", ")} FROM steps WHERE step_id = ?`).get(id);
+    const bBefore = row(b);
+    // The read of a, then an update of a and one of b in the same transaction: each row gets its own.
+    fx.store.tx(() => {
+      fx.store.stepForMove(a, true);
+      fx.store.updateStep(a, { status: "IN_PROGRESS", summary: "moved" });
+      fx.store.updateStep(b, { summary: "beside" });
+    });
+    expect(fx.store.getStep(a)).toMatchObject({ status: "IN_PROGRESS", summary: "moved" });
+    expect(fx.store.getStep(b)).toMatchObject({ status: "PENDING", summary: "beside" });
+    expect(row(b)).toMatchObject({
+      ...(bBefore as object),
+      summary: "beside",
+      updated_at: expect.any(String),
+    });
+    // A read outside the transaction records nothing for a later one.
+    fx.store.stepForMove(b, false);
+    fx.store.tx(() => fx.store.updateStep(b, { summary: "again" }));
+    expect(fx.store.getStep(b)?.summary).toBe("again");
+    // A row renumbered between the read and the update (only raw SQL can, inside the write lock) is
+    // never written through the stale rowid: no other row changes and the update is refused.
+    const others = () =>
+      db.prepare("SELECT step_id, summary, status, updated_at FROM steps WHERE step_id <> ?").all(a);
+    const before = others();
+    expect(() =>
+      fx.store.tx(() => {
+        fx.store.stepForMove(a, false);
+        db.prepare("UPDATE steps SET rowid = (SELECT max(rowid) + 100 FROM steps) WHERE step_id = ?").run(a);
+        fx.store.updateStep(a, { summary: "stale" });
+      }),
+    ).toThrow(/changed 0 rows/);
+    expect(others()).toEqual(before);
+    expect(fx.store.getStep(a)?.summary).toBe("moved");
+  });
+});

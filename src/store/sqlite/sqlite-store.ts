@@ -18,9 +18,11 @@ import type {
   StepLogRow,
   StepPatch,
   StepRow,
+  StepStateRow,
   Store,
 } from "../types.js";
-import { openSqlite, type SqliteDb } from "./open.js";
+import { Checkpointer, SAFETY_NET_FACTOR } from "./checkpointer.js";
+import { checkpointFrames, openSqlite, type SqliteDb } from "./open.js";
 
 function insertSql(table: string, columns: readonly string[]): string {
   return `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((c) => `@${c}`).join(", ")})`;
@@ -77,6 +79,14 @@ const STEP_SELECT = `SELECT ${STEP_COLUMNS.join(", ")} FROM steps`;
  */
 const STEP_FOR_MOVE = `SELECT ${MOVE_STEP_COLUMNS.map((c) => `s.${c}`).join(", ")}, (SELECT status FROM plans WHERE plan_id = s.plan_id)`;
 const STEP_FOR_MOVE_ROLLUP = `${STEP_FOR_MOVE}, (SELECT 1 FROM steps o WHERE o.plan_id = s.plan_id AND o.role = 'regular' AND o.step_id <> s.step_id AND (o.status = 'PENDING' OR o.status = 'IN_PROGRESS' OR o.status = 'NEEDS_REVIEW') ORDER BY o.rowid DESC LIMIT 1), (SELECT status FROM steps WHERE step_id = s.plan_id || '-REVIEW')`;
+/**
+ * The two move reads whole, built once (a statement is looked up by its text: a text built per
+ * call is hashed per call). The step's rowid comes last: the move's update then finds the row by
+ * it (see {@link SqliteStore.updateStep}).
+ */
+const MOVE_READ = `${STEP_FOR_MOVE}, s.rowid FROM steps s WHERE s.step_id = ?`;
+const MOVE_READ_ROLLUP = `${STEP_FOR_MOVE_ROLLUP}, s.rowid FROM steps s WHERE s.step_id = ?`;
+const GET_STEP = `${STEP_SELECT} WHERE step_id = ?`;
 const EVENT_FIELDS = "id, at, entity_kind, entity_id, plan_id, type, payload";
 /** Run starts of a plan's events read per statement (sqlite-store.ts, #planEvents). */
 const RUN_STARTS_PAGE = 256;
@@ -127,13 +137,20 @@ function rowReader<R>(stmt: Statement): RowReader<R> {
   };
 }
 
+/** Each column's position in its table, for {@link SqliteStore}'s update cache keys. */
+const columnIndex = (cols: readonly string[]): Record<string, number> =>
+  Object.fromEntries(cols.map((c, i) => [c, i]));
+const STEP_INDEX = columnIndex(STEP_COLUMNS);
+const PLAN_INDEX = columnIndex(PLAN_COLUMNS);
+
 /** The SQLite implementation of {@link Store} (better-sqlite3, WAL, `BEGIN IMMEDIATE`). */
 export class SqliteStore implements Store {
   readonly db: SqliteDb;
   #sql?: SqlPort;
   readonly #stmts = new Map<string, Statement>();
   readonly #readers = new Map<string, RowReader<unknown>>();
-  readonly #updates = new Map<string, Statement>();
+  readonly #stepUpdates = new Map<number | string, Statement>();
+  readonly #planUpdates = new Map<number | string, Statement>();
   readonly #plucks = new Map<string, Statement>();
   readonly #raws = new Map<string, Statement>();
   readonly #now: () => string;
@@ -148,9 +165,46 @@ export class SqliteStore implements Store {
     return this.#sql;
   }
 
-  /** Opens the store at `path` (creating it when `create`). */
-  static open(path: string, opts: { create?: boolean } = {}): SqliteStore {
-    return new SqliteStore(openSqlite(path, opts));
+  /**
+   * Opens the store at `path` (creating it when `create`). `checkpoint: "background"` (resident
+   * processes: the daemon, `ratchet serve`) moves the WAL checkpoint off this connection's path
+   * onto a worker thread with its own connection, at the same WAL size; this connection's
+   * autocheckpoint stays on at {@link SAFETY_NET_FACTOR} times that size, and back at it if the
+   * worker dies (said once through `log`, stderr by default). Short processes keep the default
+   * (`"writer"`): a thread's start costs them more than it saves.
+   */
+  static open(
+    path: string,
+    opts: { create?: boolean; checkpoint?: CheckpointMode; log?: (line: string) => void } = {},
+  ): SqliteStore {
+    const store = new SqliteStore(openSqlite(path, opts));
+    if (opts.checkpoint === "background" && path !== ":memory:") store.#startCheckpointer(opts.log);
+    return store;
+  }
+
+  #checkpointer?: Checkpointer;
+
+  /** The background checkpointer, when the store was opened with one and it still runs. */
+  get checkpointer(): Checkpointer | undefined {
+    return this.#checkpointer;
+  }
+
+  #startCheckpointer(log: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): void {
+    const frames = checkpointFrames(this.db);
+    this.db.pragma(`wal_autocheckpoint = ${frames * SAFETY_NET_FACTOR}`);
+    try {
+      this.#checkpointer = new Checkpointer(this.db.name, frames, (why) => {
+        if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${frames}`);
+        log(
+          `ratchet: the background WAL checkpoint stopped (${why}); this connection checkpoints itself from now on`,
+        );
+      });
+    } catch (err) {
+      this.db.pragma(`wal_autocheckpoint = ${frames}`);
+      log(
+        `ratchet: the background WAL checkpoint did not start (${(err as Error).message}); this connection checkpoints itself`,
+      );
+    }
   }
 
   #stmt(sql: string): Statement {
@@ -196,10 +250,21 @@ export class SqliteStore implements Store {
   readonly #txRunner = (fn: () => unknown) => fn();
   #tx?: ReturnType<SqliteDb["transaction"]>;
 
+  /** Whether a transaction of {@link tx} is open (what {@link stepForMove} records is valid in it). */
+  #ownTx = false;
+  /** The step the last {@link stepForMove} of this transaction read, with its rowid. */
+  #moveRow: { id: string; rowid: number } | undefined;
+
   tx<T>(fn: () => T): T {
     if (this.db.inTransaction) return fn();
     this.#tx ??= this.db.transaction(this.#txRunner);
-    return this.#tx.immediate(fn) as T;
+    this.#ownTx = true;
+    try {
+      return this.#tx.immediate(fn) as T;
+    } finally {
+      this.#ownTx = false;
+      this.#moveRow = undefined;
+    }
   }
 
   #requireTx(what: string): void {
@@ -304,13 +369,26 @@ export class SqliteStore implements Store {
     return this.#rows<PlanRow>("SELECT * FROM plans WHERE plan_id = ?").get(planId);
   }
 
-  /** Updates one row; `updated_at` is now unless the patch sets it. */
-  #update(table: string, key: string, id: string, patch: Record<string, unknown>): void {
+  /**
+   * Updates one row; `updated_at` is now unless the patch sets it. `key` `rowid` finds the row by
+   * `id` and checks `checkId` against the step's `step_id` too.
+   */
+  #update(
+    table: "steps" | "plans",
+    key: string,
+    id: string | number,
+    patch: Record<string, unknown>,
+    checkId?: string,
+  ): void {
     this.#requireTx(`update ${table}`);
-    // Positional parameters, the statement cached by its column list (named ones cost a lookup each).
+    // Positional parameters, the statement cached by its column list (named ones cost a lookup
+    // each), the list keyed by a number: the columns' positions in the table, in the patch's order,
+    // as base-32 digits (exact up to 10 columns; a longer list is keyed by its text).
+    const index = table === "steps" ? STEP_INDEX : PLAN_INDEX;
     const cols: string[] = [];
     const params: unknown[] = [];
     let stamped = false;
+    let sig = key === "rowid" ? 1 : 2;
     for (const k in patch) {
       let v = patch[k];
       if (k === "updated_at") {
@@ -319,14 +397,17 @@ export class SqliteStore implements Store {
       } else if (v === undefined) continue;
       cols.push(k);
       params.push(v);
+      sig = sig * 32 + (index[k] ?? 31);
     }
     if (!stamped) {
       cols.push("updated_at");
       params.push(this.#now());
+      sig = sig * 32 + (index.updated_at as number);
     }
     const reserve = table === "steps";
-    const sig = `${table}|${cols.join(",")}`;
-    let stmt = this.#updates.get(sig);
+    const cache = reserve ? this.#stepUpdates : this.#planUpdates;
+    const sigKey: number | string = cols.length <= 10 ? sig : `${key}|${cols.join(",")}`;
+    let stmt = cache.get(sigKey);
     if (!stmt) {
       const set = cols.map((c) => `${c} = ?`);
       // A step's row keeps its size while its reserve lasts (migration 13): the reserve shrinks by
@@ -336,8 +417,9 @@ export class SqliteStore implements Store {
         set.push(
           `reserve = CASE WHEN reserve IS NULL OR ? IS NOT NULL THEN NULL ELSE zeroblob(max(0, length(reserve) + ${cols.map(storedSize).join(" + ")} - ?)) END`,
         );
-      stmt = this.db.prepare(`UPDATE ${table} SET ${set.join(", ")} WHERE ${key} = ?`);
-      this.#updates.set(sig, stmt);
+      const where = key === "rowid" ? "rowid = ? AND step_id = ?" : `${key} = ?`;
+      stmt = this.db.prepare(`UPDATE ${table} SET ${set.join(", ")} WHERE ${where}`);
+      cache.set(sigKey, stmt);
     }
     if (reserve) {
       let grown = RESERVE_MARGIN_PER_COLUMN * (cols.length + 1);
@@ -345,9 +427,13 @@ export class SqliteStore implements Store {
       params.push(patch.finished_at ?? null, grown);
     }
     params.push(id);
+    if (key === "rowid") params.push(checkId);
     const r = stmt.run(params);
     if (r.changes !== 1)
-      throw new RatchetError(ErrorCode.Internal, `update of ${table} ${id} changed ${r.changes} rows`);
+      throw new RatchetError(
+        ErrorCode.Internal,
+        `update of ${table} ${checkId ?? id} changed ${r.changes} rows`,
+      );
   }
 
   updatePlan(planId: string, patch: PlanPatch): void {
@@ -375,18 +461,35 @@ export class SqliteStore implements Store {
   }
 
   getStep(stepId: string): StepRow | undefined {
-    const r = this.#raw(`${STEP_SELECT} WHERE step_id = ?`).get(stepId) as unknown[] | undefined;
+    const r = this.#raw(GET_STEP).get(stepId) as unknown[] | undefined;
     return r === undefined ? undefined : stepFrom(r);
   }
 
   updateStep(stepId: string, patch: StepPatch): void {
-    this.#update("steps", "step_id", stepId, patch);
+    // The step stepForMove read in this transaction is found by its rowid (one b-tree search, not
+    // the step_id index and then the table); `step_id` is checked on the row all the same.
+    const m = this.#moveRow;
+    if (m !== undefined && m.id === stepId && this.#ownTx)
+      this.#update("steps", "rowid", m.rowid, patch, stepId);
+    else this.#update("steps", "step_id", stepId, patch);
   }
 
   stepsOfPlan(planId: string): StepRow[] {
     return (this.#raw(`${STEP_SELECT} WHERE plan_id = ? ORDER BY depth, seq`).all(planId) as unknown[][]).map(
       stepFrom,
     );
+  }
+
+  stepStatesOfPlan(planId: string): StepStateRow[] {
+    // The roll-up's read: four columns per step instead of the whole row (a closing plan's 21 rows
+    // of 24 columns as JavaScript values cost more than the rest of its transaction).
+    const rows = this.#raw(
+      "SELECT step_id, parent_step_id, role, status FROM steps WHERE plan_id = ? ORDER BY depth, seq",
+    ).all(planId) as [string, string | null, string, string][];
+    const out: StepStateRow[] = [];
+    for (const r of rows)
+      out.push({ step_id: r[0], parent_step_id: r[1], role: r[2], status: r[3] } as StepStateRow);
+    return out;
   }
 
   childrenOf(stepId: string): StepRow[] {
@@ -422,11 +525,12 @@ export class SqliteStore implements Store {
   }
 
   stepForMove(stepId: string, rollup: boolean): StepForMove | undefined {
-    const r = this.#raw(
-      `${rollup ? STEP_FOR_MOVE_ROLLUP : STEP_FOR_MOVE} FROM steps s WHERE s.step_id = ?`,
-    ).get(stepId) as unknown[] | undefined;
+    const r = this.#raw(rollup ? MOVE_READ_ROLLUP : MOVE_READ).get(stepId) as unknown[] | undefined;
     if (r === undefined) return undefined;
     const n = MOVE_STEP_COLUMNS.length;
+    // Inside this store's transaction the row cannot move (the write lock is held; only a VACUUM,
+    // outside any transaction, renumbers rowids): the update of this step finds it by its rowid.
+    if (this.#ownTx) this.#moveRow = { id: stepId, rowid: r[rollup ? n + 3 : n + 1] as number };
     return {
       step: {
         step_id: r[0],
@@ -535,6 +639,12 @@ export class SqliteStore implements Store {
   }
 
   close(): void {
+    // The worker's connection closes first: the writer's close is then the file's last, and it
+    // checkpoints and removes the WAL as before.
+    this.#checkpointer?.stop();
     this.db.close();
   }
 }
+
+/** Who runs a SQLite store's WAL checkpoints ({@link SqliteStore.open}). */
+export type CheckpointMode = "writer" | "background";
