@@ -234,15 +234,18 @@ function stepForbid(input: Pick<LearnedStepInput, "workflow" | "baseEnv" | "read
 /**
  * Copies the saved folder into `codeDir`, leaving out `diffs/`, `script_metadata.json`, the
  * contract and a file named like the helper (the helper must match the bridge). The script itself
- * is written from `script` — the bytes that were reviewed — not read again.
+ * is written from `script` — the bytes that were reviewed — not read again. `fresh`: `codeDir`'s
+ * parent was just created by this preparation (empty), so no old copy is removed first.
  */
 async function copySavedFolder(
   from: string,
   codeDir: string,
   script: { name: string; bytes: Buffer; helper: string },
+  fresh: boolean,
 ): Promise<void> {
-  await rm(codeDir, { recursive: true, force: true });
-  await mkdir(codeDir, { recursive: true });
+  // In a folder just created there is no old copy; `mkdir` without `recursive` fails if one appeared.
+  if (!fresh) await rm(codeDir, { recursive: true, force: true });
+  await mkdir(codeDir, { recursive: !fresh });
   await writeFile(join(codeDir, script.name), script.bytes, { flag: "wx" });
   // Usually just main.py: plain files are copied one by one (cp's per-entry checks cost more
   // than the copy); sub-folders other than diffs/ are copied whole.
@@ -359,14 +362,17 @@ export async function prepareLearnedStep(
   const outputDir = stepOutputDir(input.home, input.runId, step.id);
   const codeDir = stepCodeDir(input.home, input.runId, step.id);
   // On the thread pool: a run prepares the next step while a script runs (the event loop stays free).
-  await mkdir(outputDir, { recursive: true });
-  await cleanExcept(outputDir, codeDir);
+  // A folder this call created is empty (no script of the run can write into it: each may write
+  // its own output folder only), so there is nothing to clean nor an old `code/` to remove.
+  const fresh = (await mkdir(outputDir, { recursive: true })) !== undefined;
+  if (!fresh) await cleanExcept(outputDir, codeDir);
   const helperDir = sharedHelperDir(saved.language, input.sandbox, {
     home: input.home,
     forbid: stepForbid(input),
   });
   const helper = saved.language === "python" ? PYTHON_HELPER_FILE : JAVASCRIPT_HELPER_FILE;
-  if (!working) await copySavedFolder(savedDir, codeDir, { name: scriptName, bytes: scriptBytes, helper });
+  if (!working)
+    await copySavedFolder(savedDir, codeDir, { name: scriptName, bytes: scriptBytes, helper }, fresh);
   else if (helperDir) await rm(join(codeDir, helper), { force: true });
   if (!helperDir) await copyHelper(saved.language, codeDir);
   return { kind: "prepared", saved, scriptName, scriptBytes, report, outputDir, codeDir, helperDir };
@@ -564,6 +570,11 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     return plainStart(wrapCommand(cmd, input.sandbox));
   };
   const running = fork instanceof Forkserver ? forkStart(fork) : plainStart(wrapped);
+  // The caller's work while the script runs (the ledger's start, the previous step's metadata, the
+  // next step's preparation) waits one turn of the event loop: the request to the pre-started
+  // interpreter is written from a queued microtask, and everything synchronous done before it
+  // would delay the script's start (a plain start's spawn has already happened by now).
+  if (input.whileRunning) await requestSent();
   try {
     input.whileRunning?.();
   } catch (e) {
@@ -677,6 +688,15 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
       noteFailure(e);
     }
   return result;
+}
+
+/**
+ * Resolves in the check phase of this turn of the event loop, once every microtask queued so far
+ * has run (the forkserver's request is written from one). Whatever comes first, the step is still
+ * marked started before it is closed (run-loop.ts calls its start again after the script).
+ */
+function requestSent(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** Largest partial line held back for live output before it is passed on anyway. */
