@@ -17,6 +17,7 @@ import {
   constants,
   existsSync,
   fstatSync,
+  mkdirSync,
   mkdtempSync,
   openSync,
   readFileSync,
@@ -574,7 +575,11 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   // next step's preparation) waits one turn of the event loop: the request to the pre-started
   // interpreter is written from a queued microtask, and everything synchronous done before it
   // would delay the script's start (a plain start's spawn has already happened by now).
-  if (input.whileRunning) await requestSent();
+  if (input.whileRunning) {
+    // A runner that throws is reported below, where `running` is awaited, not as unhandled meanwhile.
+    running.catch(() => {});
+    await requestSent();
+  }
   try {
     input.whileRunning?.();
   } catch (e) {
@@ -855,8 +860,9 @@ export function prestartForkserver(
       extra: input.readPolicy?.readRoots ?? [],
       forbid,
     });
-    // The server's working folder; the first step creates its folders inside it anyway.
-    await mkdir(input.home.runs, { recursive: true });
+    // The server's working folder; the first step creates its folders inside it anyway. Created
+    // here, not on the thread pool: the server's start then begins in the turn the answer came in.
+    mkdirSync(input.home.runs, { recursive: true });
     await pooledForkserver({
       input,
       interpreter: resolved.executable,

@@ -64,6 +64,10 @@ export interface RunSetup {
  */
 export async function prepareRunSetup(input: RunSetupInput): Promise<RunSetup> {
   const { workflow: wf, env } = input;
+  // The real python3 is asked for its prefixes first (its start-up is the longest wait here; the
+  // answer is cached per PATH: the steps and the pre-started interpreter get it), while the rest is
+  // checked and the sandbox probed. A run refused below has asked it for nothing else.
+  if (input.languages.includes("python")) resolvePython(env).catch(() => {});
   const variables = resolveVariables(wf, { cli: input.vars ?? {}, group: input.group, env });
   const secrets = resolveSecrets(wf, {
     env,
@@ -73,9 +77,6 @@ export async function prepareRunSetup(input: RunSetupInput): Promise<RunSetup> {
   for (const [k, v] of Object.entries(secrets)) input.redactor.add(k, v);
   // What a killed run left behind (a launcher that could not clean up: v1, or none).
   sweepStaleDirs(tmpdir(), STEP_DIR_PREFIX);
-  // The real python3 is asked for its prefixes while the sandbox is probed (cached per PATH: the
-  // steps and the pre-started interpreter get this answer).
-  if (input.languages.includes("python")) resolvePython(env).catch(() => {});
   const sandbox = await detectSandbox({ languages: [...input.languages], env });
   return {
     variables,

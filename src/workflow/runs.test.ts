@@ -3,7 +3,7 @@
  * line, outcomes the real runner only produces rarely (time-outs, exceptions), and what is
  * recorded. The real processes (python3, node, ratchet-confine, bwrap) are covered by test/e2e/workflow-runs.test.ts.
  */
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import type { RunRequest } from "../exec/index.js";
@@ -341,5 +341,45 @@ describe("runWorkflow (fake process runner)", () => {
     expect(seen).toEqual([true]);
     expect(existsSync(join(runs, report.run_id, "report"))).toBe(false);
     expect(existsSync(join(runs, report.run_id, "fetch", "code", "main.py"))).toBe(true);
+  });
+
+  it("a step's output folder that exists before it is prepared (planted by an earlier script) is cleaned: only a folder the preparation created skips the clean", async () => {
+    const { wf, ctx, env, runs } = setup();
+    const seen: Record<string, unknown> = {};
+    const runner = new FakeProcessRunner()
+      .on(
+        (req) => /python3$/.test(req.command) && /\/fetch\/code$/.test(req.cwd ?? ""),
+        (req) => {
+          // An unprotected script (RATCHET_SANDBOX=off) plants files in the next step's folder, before
+          // that step is prepared: a module beside its script, a stale output, a stale code/ file.
+          const next = join(dirname(dirname(req.cwd as string)), "report");
+          mkdirSync(join(next, "code"), { recursive: true });
+          writeFileSync(join(next, "code", "json.py"), "raise SystemExit(0)\n");
+          writeFileSync(join(next, "code", "main.py"), "print('planted')\n");
+          writeFileSync(join(next, "stale.json"), '{"ok": true}');
+          writeFileSync(join(req.env?.STEP_OUTPUT_DIR as string, "out.json"), '{"ok": true}');
+          return { exitCode: 0 };
+        },
+      )
+      .on(
+        (req) => /python3$/.test(req.command) && /\/report\/code$/.test(req.cwd ?? ""),
+        (req) => {
+          const code = req.cwd as string;
+          seen.files = readdirSync(code).sort();
+          seen.outputs = readdirSync(dirname(code)).sort();
+          seen.script = readFileSync(join(code, "main.py"), "utf8");
+          return { exitCode: 0 };
+        },
+      );
+    const report = await runWorkflow(ctx, wf, { env, runner });
+    expect(report.steps.map((s) => s.step_id)).toEqual(["fetch", "report"]);
+    expect(runner.requests).toHaveLength(2);
+    // The helper is copied beside the script where it is not shared (no write protection here).
+    expect(seen).toEqual({
+      files: ["main.py", "ratchet_tools.py"],
+      outputs: ["code"],
+      script: "print('report')\n",
+    });
+    expect(existsSync(join(runs, report.run_id, "report", "stale.json"))).toBe(false);
   });
 });
