@@ -23,7 +23,7 @@ import {
   readFileSync,
   rmSync,
 } from "node:fs";
-import { copyFile, cp, mkdir, readdir, rm, writeFile } from "node:fs/promises";
+import { copyFile, cp, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { helperFiles, JAVASCRIPT_HELPER_FILE, PYTHON_HELPER_FILE } from "../bridge/helper-files.js";
@@ -124,8 +124,12 @@ export interface LearnedStepInput {
    * next step's script is running (see `whileRunning`), off the critical path.
    */
   deferMetadata?: boolean;
-  /** Called once the script's process has been started, while it runs (the run's deferred work). */
-  whileRunning?: () => void;
+  /**
+   * Called once the script's process has been started, while it runs (the run's deferred work),
+   * with the folder this script's private TMPDIR was made in (under Landlock): the next step's
+   * preparation may make its own there ahead ({@link prepareLearnedStep}'s `tmpParent`).
+   */
+  whileRunning?: (ahead: { tmpParent: string | undefined }) => void;
   /** The step prepared ahead ({@link prepareLearnedStep}); prepared here when absent. */
   prepared?: Promise<PreparedStep | LearnedStepResult>;
 }
@@ -295,6 +299,8 @@ export interface PreparedStep {
   codeDir: string;
   /** The package's helper folder the script imports `ratchet_tools` from ({@link sharedHelperDir}), when not copied. */
   helperDir: string | undefined;
+  /** A private TMPDIR made ahead in `tmpParent`; used only if the step's own TMPDIR goes there too. */
+  tmp?: { parent: string; dir: string };
 }
 
 /**
@@ -307,7 +313,13 @@ export async function prepareLearnedStep(
   input: Pick<
     LearnedStepInput,
     "workflow" | "step" | "runId" | "home" | "workingCopy" | "review" | "sandbox" | "baseEnv" | "readPolicy"
-  >,
+  > & {
+    /**
+     * Where the previous script's private TMPDIR was made: this step's is made there now (on the
+     * thread pool, while that script runs) instead of on the critical path. Default: not ahead.
+     */
+    tmpParent?: string | undefined;
+  },
 ): Promise<PreparedStep | LearnedStepResult> {
   const { workflow: wf, step } = input;
   const savedDir = learningsDir(wf, step.id);
@@ -376,7 +388,21 @@ export async function prepareLearnedStep(
     await copySavedFolder(savedDir, codeDir, { name: scriptName, bytes: scriptBytes, helper }, fresh);
   else if (helperDir) await rm(join(codeDir, helper), { force: true });
   if (!helperDir) await copyHelper(saved.language, codeDir);
-  return { kind: "prepared", saved, scriptName, scriptBytes, report, outputDir, codeDir, helperDir };
+  // An empty folder no other script can write (each may write its own TMPDIR and output folder only).
+  const tmp = input.tmpParent
+    ? { parent: input.tmpParent, dir: await mkdtemp(join(input.tmpParent, stepDirPrefix())) }
+    : undefined;
+  return {
+    kind: "prepared",
+    saved,
+    scriptName,
+    scriptBytes,
+    report,
+    outputDir,
+    codeDir,
+    helperDir,
+    ...(tmp ? { tmp } : {}),
+  };
 }
 
 /**
@@ -419,6 +445,12 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
 
   if (!("kind" in ready)) return ready;
   const { saved, scriptName, scriptBytes, report, outputDir, codeDir, helperDir } = ready;
+  // A TMPDIR made ahead and not used (a harness failure first, or a different folder): removed.
+  let aheadTmp = ready.tmp;
+  const dropAheadTmp = (): void => {
+    if (aheadTmp) rmSync(aheadTmp.dir, { recursive: true, force: true });
+    aheadTmp = undefined;
+  };
 
   // 3. The interpreter, the tool bridge, the command line under write protection.
   const baseEnv = input.baseEnv ?? process.env;
@@ -430,6 +462,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   const shownCmd =
     `$ ${interpreterName}${saved.language === "python" ? " -B" : ""} ${scriptName} ${input.dependencyDirs.join(" ")}`.trimEnd();
   if (!interpreter) {
+    dropAheadTmp();
     const error = `harness failure: could not start the script: command not found: python3 (searched PATH=${baseEnv.PATH ?? "<unset>"}); nothing was recorded against the script`;
     return notRun(StepOutcome.HarnessFailed, error, `${shownCmd}\n${error}`);
   }
@@ -469,14 +502,25 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   try {
     bridge = await bridgeReady;
   } catch (e) {
+    dropAheadTmp();
     const error = redactor.redact(
       `harness failure: ${e instanceof Error ? e.message : String(e)}; nothing was recorded against the script`,
     );
     return notRun(StepOutcome.HarnessFailed, error, `${shownCmd}\n${error}`);
   }
-  let tmpDir = underLandlock
-    ? mkdtempSync(join(fork instanceof Forkserver && fork.tmpRoot ? fork.tmpRoot : tmpdir(), stepDirPrefix()))
+  const tmpParent = underLandlock
+    ? fork instanceof Forkserver && fork.tmpRoot
+      ? fork.tmpRoot
+      : tmpdir()
     : undefined;
+  let tmpDir: string | undefined;
+  if (tmpParent && aheadTmp?.parent === tmpParent) {
+    tmpDir = aheadTmp.dir;
+    aheadTmp = undefined;
+  } else {
+    dropAheadTmp();
+    tmpDir = tmpParent ? mkdtempSync(join(tmpParent, stepDirPrefix())) : undefined;
+  }
   const dropTmp = (): void => {
     if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
   };
@@ -581,7 +625,7 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     await requestSent();
   }
   try {
-    input.whileRunning?.();
+    input.whileRunning?.({ tmpParent });
   } catch (e) {
     stop.abort();
     await running;

@@ -4,6 +4,7 @@
  * recorded. The real processes (python3, node, ratchet-confine, bwrap) are covered by test/e2e/workflow-runs.test.ts.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import type { RunRequest } from "../exec/index.js";
@@ -381,5 +382,47 @@ describe("runWorkflow (fake process runner)", () => {
       script: "print('report')\n",
     });
     expect(existsSync(join(runs, report.run_id, "report", "stale.json"))).toBe(false);
+  });
+
+  it("under Landlock the next step's TMPDIR is made while the current script runs, empty; a skipped step's is removed", async () => {
+    const { wf, ctx, env } = setup();
+    const mine = (): Set<string> =>
+      new Set(readdirSync(tmpdir()).filter((n) => n.startsWith(`ratchet-step-${process.pid}-`)));
+    const seen: { own: string; others: string[]; entries: string[] }[] = [];
+    let failFirst = false;
+    const runner = new FakeProcessRunner()
+      .on({ command: /ratchet-confine$/, args: ["--probe"] }, { stdout: "landlock abi 7\n" })
+      .on({ command: /ratchet-confine$/ }, async (req) => {
+        const own = req.env?.TMPDIR as string;
+        const entries = readdirSync(own);
+        // The first script waits for the next step's TMPDIR to appear beside its own.
+        const deadline = Date.now() + 5_000;
+        let others: string[] = [];
+        while (seen.length === 0 && others.length === 0 && Date.now() < deadline) {
+          others = [...mine()].map((n) => join(tmpdir(), n)).filter((d) => d !== own);
+          if (others.length === 0) await new Promise((r) => setTimeout(r, 5));
+        }
+        writeFileSync(join(own, "scratch"), "x");
+        seen.push({ own, others, entries });
+        return seen.length === 1 && failFirst ? { exitCode: 1 } : writes()(req);
+      });
+    const landlock = { ...env, RATCHET_SANDBOX: "landlock" };
+    const report = await runWorkflow(ctx, wf, { env: landlock, runner });
+    expect(report.status, JSON.stringify(report.steps)).toBe("passed");
+    expect(seen).toHaveLength(2);
+    // The second step runs in exactly the folder made ahead while the first ran, and finds it empty.
+    expect(seen[0]?.others).toEqual([seen[1]?.own]);
+    expect(seen[1]?.entries).toEqual([]);
+    for (const s of seen) expect(existsSync(s.own)).toBe(false);
+
+    // The first script fails: the second step is skipped, and the TMPDIR made for it is gone too.
+    seen.length = 0;
+    failFirst = true;
+    const failed = await runWorkflow(ctx, wf, { env: landlock, runner });
+    expect(failed.steps.map((s) => s.outcome)).toEqual(["execution_and_validation_failed", "skipped"]);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.others).toHaveLength(1);
+    expect(existsSync(seen[0]?.others[0] as string)).toBe(false);
+    expect(mine().size).toBe(0);
   });
 });
