@@ -41,7 +41,6 @@ import {
   readRoots,
   realProcessRunner,
   resolveNode,
-  resolvePython,
   type SandboxInfo,
   Supervise,
   scriptConfinement,
@@ -63,6 +62,7 @@ import {
 } from "./layout.js";
 import { recordScriptRun, recordScriptRunAsync, SCRIPT_METADATA_FILE, type ScriptRun } from "./metadata.js";
 import { classifyScriptRun, describeScriptFailure, type FailureReason } from "./outcomes.js";
+import { rememberedPython } from "./python-memo.js";
 import { ERROR_MAX_ISSUES, ERROR_TAIL_BYTES, STEP_MAX_CAPTURE_BYTES } from "./run-limits.js";
 import { StepOutcome, type ValidationResult, type Workflow, type WorkflowStep } from "./types.js";
 import { validateOutputs } from "./validation.js";
@@ -456,7 +456,8 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   const baseEnv = input.baseEnv ?? process.env;
   const interpreterName = saved.language === "python" ? "python3" : "node";
   // The real interpreter, not a version manager's shim: its prefixes become the read roots.
-  const resolved = saved.language === "python" ? await resolvePython(baseEnv) : resolveNode();
+  const resolved =
+    saved.language === "python" ? await rememberedPython(baseEnv, input.home.cache) : resolveNode();
 
   const interpreter = resolved?.executable;
   const shownCmd =
@@ -894,7 +895,7 @@ export function prestartForkserver(
   const baseEnv = input.baseEnv ?? process.env;
   if (forkserverRefusal(input, baseEnv)) return;
   const started = (async () => {
-    const resolved = await resolvePython(baseEnv);
+    const resolved = await rememberedPython(baseEnv, input.home.cache);
     if (!resolved) return;
     const forbid = stepForbid(input);
     const helperDir = sharedHelperDir("python", input.sandbox, { home: input.home, forbid });

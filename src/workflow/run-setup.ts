@@ -13,7 +13,6 @@ import {
   detectSandbox,
   loadSandboxConfig,
   type ProcessRunner,
-  resolvePython,
   type SandboxInfo,
   type ScriptLanguage,
   STEP_DIR_PREFIX,
@@ -21,6 +20,7 @@ import {
 } from "../exec/index.js";
 import type { BridgeProvider, LearnedStepInput } from "./fast-path.js";
 import { type RunHome, runHomeOf } from "./layout.js";
+import { rememberedPython } from "./python-memo.js";
 import { DEFAULT_STEP_TIMEOUT_SECONDS } from "./run-limits.js";
 import { resolveSecrets, resolveVariables } from "./secrets.js";
 import type { Workflow, WorkflowStep } from "./types.js";
@@ -67,7 +67,8 @@ export async function prepareRunSetup(input: RunSetupInput): Promise<RunSetup> {
   // The real python3 is asked for its prefixes first (its start-up is the longest wait here; the
   // answer is cached per PATH: the steps and the pre-started interpreter get it), while the rest is
   // checked and the sandbox probed. A run refused below has asked it for nothing else.
-  if (input.languages.includes("python")) resolvePython(env).catch(() => {});
+  const home = input.home ?? runHomeOf(input.workspaceDir);
+  if (input.languages.includes("python")) rememberedPython(env, home.cache).catch(() => {});
   const variables = resolveVariables(wf, { cli: input.vars ?? {}, group: input.group, env });
   const secrets = resolveSecrets(wf, {
     env,
@@ -84,7 +85,7 @@ export async function prepareRunSetup(input: RunSetupInput): Promise<RunSetup> {
     sandbox,
     readPolicy: { readRoots: config.readRoots, secretDirs: [input.workspaceDir] },
     timeoutSeconds: input.stepTimeoutSeconds ?? DEFAULT_STEP_TIMEOUT_SECONDS,
-    home: input.home ?? runHomeOf(input.workspaceDir),
+    home,
   };
 }
 
