@@ -53,9 +53,9 @@ function run(env: NodeJS.ProcessEnv, cacheDir: string, c: ReturnType<typeof coun
 }
 
 function onlyEntry(cacheDir: string): string {
-  const files = readdirSync(cacheDir).filter((f) => f.endsWith(".json"));
+  const files = readdirSync(join(cacheDir, "python")).filter((f) => f.endsWith(".json"));
   expect(files).toHaveLength(1);
-  return join(cacheDir, files[0] as string);
+  return join(cacheDir, "python", files[0] as string);
 }
 
 /** Rewrites the entry from another process, keeping its key, mode 0600. */
@@ -80,13 +80,15 @@ describe.skipIf(!python)("the real python3's prefixes across runs", () => {
 
   it("asks once, then answers from a 0600 file in a 0700 folder, the same answer", async () => {
     const cacheDir = join(root, "plain", "cache");
+    // the cache folder is shared (the review cache's is 0755): the entries get a folder of their own
+    mkdirSync(join(cacheDir, "review"), { recursive: true, mode: 0o755 });
     const c = counter();
     const first = await run(env, cacheDir, c);
     expect(c.asked).toBe(1);
     expect(first?.roots).toContain(dirname(realpathSync(python)));
     const file = onlyEntry(cacheDir);
     expect(statSync(file).mode & 0o777).toBe(0o600);
-    expect(statSync(cacheDir).mode & 0o777).toBe(0o700);
+    expect(statSync(dirname(file)).mode & 0o777).toBe(0o700);
     const second = await run(env, cacheDir, c);
     expect(c.asked).toBe(1);
     expect(second).toEqual(first);
@@ -182,7 +184,7 @@ describe.skipIf(!python)("the real python3's prefixes across runs", () => {
     await run(shimEnv, cacheDir, c);
     await run(shimEnv, cacheDir, c);
     expect(c.asked).toBe(2);
-    expect(existsSync(cacheDir) ? readdirSync(cacheDir) : []).toEqual([]);
+    expect(existsSync(join(cacheDir, "python")) ? readdirSync(join(cacheDir, "python")) : []).toEqual([]);
   });
 
   it("allows only the binary's folder, a venv's folder and the standard library's prefix, never /", () => {

@@ -2,7 +2,7 @@
  * The real `python3`'s prefixes, remembered across runs of one workspace. Asking the interpreter
  * (`resolvePython`: a `python3 -c …` start, ~50 ms here) is the first link of the chain a run's
  * first script waits for; its answer depends only on the binary and the files next to it, so it is
- * kept in `<workspace>/.ratchet/cache/` and used again while nothing it depends on changed.
+ * kept in `<workspace>/.ratchet/cache/python/` and used again while nothing it depends on changed.
  *
  * Never trusted to widen a sandbox. An entry is used only when all of this holds, checked at every
  * use; anything else (no file, unreadable, another key, a root not allowed) asks the interpreter:
@@ -156,8 +156,13 @@ function fits(answer: Interpreter, onPath: string, real: string): boolean {
   return answer.roots.every((r) => typeof r === "string" && allowed.has(r));
 }
 
+/** In a folder of its own (`<cache>/python/`, 0700): `<cache>` is shared with the review cache. */
 function entryFile(cacheDir: string, key: string): string {
-  return join(cacheDir, `python3-${createHash("sha256").update(key).digest("hex").slice(0, 32)}.json`);
+  return join(
+    cacheDir,
+    "python",
+    `python3-${createHash("sha256").update(key).digest("hex").slice(0, 32)}.json`,
+  );
 }
 
 /** The entry's interpreter when the file is ours, unchanged in shape and for this key. */
