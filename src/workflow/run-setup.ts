@@ -64,11 +64,15 @@ export interface RunSetup {
  */
 export async function prepareRunSetup(input: RunSetupInput): Promise<RunSetup> {
   const { workflow: wf, env } = input;
-  // The real python3 is asked for its prefixes first (its start-up is the longest wait here; the
-  // answer is cached per PATH: the steps and the pre-started interpreter get it), while the rest is
-  // checked and the sandbox probed. A run refused below has asked it for nothing else.
+  // The real python3 is asked for its prefixes first (or its answer of an earlier run is taken:
+  // python-memo.ts; cached per PATH: the steps and the pre-started interpreter get it), and the
+  // sandbox probe is spawned next (the pre-started interpreter waits for both), while the rest is
+  // checked and the /tmp sweep runs. Neither writes anything; a run refused below has asked them
+  // for nothing else, and its probe's answer is not awaited (nor an unhandled rejection).
   const home = input.home ?? runHomeOf(input.workspaceDir);
   if (input.languages.includes("python")) rememberedPython(env, home.cache).catch(() => {});
+  const probing = detectSandbox({ languages: [...input.languages], env });
+  probing.catch(() => {});
   const variables = resolveVariables(wf, { cli: input.vars ?? {}, group: input.group, env });
   const secrets = resolveSecrets(wf, {
     env,
@@ -78,7 +82,7 @@ export async function prepareRunSetup(input: RunSetupInput): Promise<RunSetup> {
   for (const [k, v] of Object.entries(secrets)) input.redactor.add(k, v);
   // What a killed run left behind (a launcher that could not clean up: v1, or none).
   sweepStaleDirs(tmpdir(), STEP_DIR_PREFIX);
-  const sandbox = await detectSandbox({ languages: [...input.languages], env });
+  const sandbox = await probing;
   return {
     variables,
     secrets,
