@@ -187,6 +187,37 @@ describe.skipIf(!python)("the real python3's prefixes across runs", () => {
     expect(existsSync(join(cacheDir, "python")) ? readdirSync(join(cacheDir, "python")) : []).toEqual([]);
   });
 
+  it("an answer the interpreter did not give (the PATH entry and its folder, as when its answer is unreadable) is not kept", async () => {
+    const failing = join(root, "failing");
+    mkdirSync(failing);
+    // a python3 that answers nothing: resolvePython falls back to the PATH entry itself
+    writeFileSync(join(failing, "python3"), "#!/bin/sh\nexit 3\n", { mode: 0o755 });
+    const failEnv = { PATH: `${failing}:/usr/bin:/bin` };
+    const cacheDir = join(root, "failing-cache");
+    const c = counter();
+    const fallback = { executable: join(failing, "python3"), roots: [failing] };
+    const ask = async (e: NodeJS.ProcessEnv) => {
+      c.asked++;
+      expect(e.PATH).toBe(failEnv.PATH);
+      return fallback;
+    };
+    expect(await rememberedPython(failEnv, cacheDir, { ask, memo: new Map() })).toEqual(fallback);
+    expect(await rememberedPython(failEnv, cacheDir, { ask, memo: new Map() })).toEqual(fallback);
+    expect(c.asked).toBe(2);
+    expect(existsSync(join(cacheDir, "python")) ? readdirSync(join(cacheDir, "python")) : []).toEqual([]);
+    // the same shape for a real binary (Python's answer would name its prefix): not kept either
+    const real = realpathSync(python);
+    const bare = { executable: python, roots: [dirname(real)] };
+    const askBare = async () => {
+      c.asked++;
+      return bare;
+    };
+    await rememberedPython(env, join(root, "bare-cache"), { ask: askBare, memo: new Map() });
+    expect(
+      existsSync(join(root, "bare-cache", "python")) ? readdirSync(join(root, "bare-cache", "python")) : [],
+    ).toEqual([]);
+  });
+
   it("allows only the binary's folder, a venv's folder and the standard library's prefix, never /", () => {
     const real = realpathSync(python);
     const allowed = allowedRoots(python, real);

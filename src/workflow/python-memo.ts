@@ -147,13 +147,34 @@ export function allowedRoots(onPath: string, real: string): Set<string> {
   return allowed;
 }
 
-/** Whether `answer` is one the cache may hold and give out for the interpreter at `real`. */
+/** Whether the file starts with `#!` (a script: what it runs depends on files the key does not cover). */
+function isScript(real: string): boolean {
+  let fd: number | undefined;
+  try {
+    fd = openSync(real, constants.O_RDONLY | constants.O_NONBLOCK);
+    const head = Buffer.alloc(2);
+    return readSync(fd, head, 0, 2, 0) === 2 && head.toString("latin1") === "#!";
+  } catch {
+    return true;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/**
+ * Whether `answer` is one the cache may hold and give out for the interpreter at `real`: Python's
+ * own answer (it names a prefix besides the binary's folder — `resolvePython`'s fallback for an
+ * answer it could not read, the PATH entry and its folder, never does and is never remembered),
+ * from the binary itself (not a `#!` script), every root allowed.
+ */
 function fits(answer: Interpreter, onPath: string, real: string): boolean {
   if (typeof answer.executable !== "string" || !answer.executable.startsWith("/")) return false;
   if (realOr(answer.executable) !== real) return false;
-  if (!Array.isArray(answer.roots) || answer.roots.length === 0) return false;
+  if (!Array.isArray(answer.roots) || !answer.roots.includes(dirname(real))) return false;
+  if (!answer.roots.some((r) => r !== dirname(real))) return false;
   const allowed = allowedRoots(onPath, real);
-  return answer.roots.every((r) => typeof r === "string" && allowed.has(r));
+  if (!answer.roots.every((r) => typeof r === "string" && allowed.has(r))) return false;
+  return !isScript(real);
 }
 
 /** In a folder of its own (`<cache>/python/`, 0700): `<cache>` is shared with the review cache. */
