@@ -17,12 +17,13 @@ import {
   constants,
   existsSync,
   fstatSync,
+  mkdirSync,
   mkdtempSync,
   openSync,
   readFileSync,
   rmSync,
 } from "node:fs";
-import { copyFile, cp, mkdir, readdir, rm, writeFile } from "node:fs/promises";
+import { copyFile, cp, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { helperFiles, JAVASCRIPT_HELPER_FILE, PYTHON_HELPER_FILE } from "../bridge/helper-files.js";
@@ -40,7 +41,6 @@ import {
   readRoots,
   realProcessRunner,
   resolveNode,
-  resolvePython,
   type SandboxInfo,
   Supervise,
   scriptConfinement,
@@ -62,6 +62,7 @@ import {
 } from "./layout.js";
 import { recordScriptRun, recordScriptRunAsync, SCRIPT_METADATA_FILE, type ScriptRun } from "./metadata.js";
 import { classifyScriptRun, describeScriptFailure, type FailureReason } from "./outcomes.js";
+import { rememberedPython } from "./python-memo.js";
 import { ERROR_MAX_ISSUES, ERROR_TAIL_BYTES, STEP_MAX_CAPTURE_BYTES } from "./run-limits.js";
 import { StepOutcome, type ValidationResult, type Workflow, type WorkflowStep } from "./types.js";
 import { validateOutputs } from "./validation.js";
@@ -123,8 +124,12 @@ export interface LearnedStepInput {
    * next step's script is running (see `whileRunning`), off the critical path.
    */
   deferMetadata?: boolean;
-  /** Called once the script's process has been started, while it runs (the run's deferred work). */
-  whileRunning?: () => void;
+  /**
+   * Called once the script's process has been started, while it runs (the run's deferred work),
+   * with the folder this script's private TMPDIR was made in (under Landlock): the next step's
+   * preparation may make its own there ahead ({@link prepareLearnedStep}'s `tmpParent`).
+   */
+  whileRunning?: (ahead: { tmpParent: string | undefined }) => void;
   /** The step prepared ahead ({@link prepareLearnedStep}); prepared here when absent. */
   prepared?: Promise<PreparedStep | LearnedStepResult>;
 }
@@ -234,15 +239,18 @@ function stepForbid(input: Pick<LearnedStepInput, "workflow" | "baseEnv" | "read
 /**
  * Copies the saved folder into `codeDir`, leaving out `diffs/`, `script_metadata.json`, the
  * contract and a file named like the helper (the helper must match the bridge). The script itself
- * is written from `script` — the bytes that were reviewed — not read again.
+ * is written from `script` — the bytes that were reviewed — not read again. `fresh`: `codeDir`'s
+ * parent was just created by this preparation (empty), so no old copy is removed first.
  */
 async function copySavedFolder(
   from: string,
   codeDir: string,
   script: { name: string; bytes: Buffer; helper: string },
+  fresh: boolean,
 ): Promise<void> {
-  await rm(codeDir, { recursive: true, force: true });
-  await mkdir(codeDir, { recursive: true });
+  // In a folder just created there is no old copy; `mkdir` without `recursive` fails if one appeared.
+  if (!fresh) await rm(codeDir, { recursive: true, force: true });
+  await mkdir(codeDir, { recursive: !fresh });
   await writeFile(join(codeDir, script.name), script.bytes, { flag: "wx" });
   // Usually just main.py: plain files are copied one by one (cp's per-entry checks cost more
   // than the copy); sub-folders other than diffs/ are copied whole.
@@ -291,6 +299,8 @@ export interface PreparedStep {
   codeDir: string;
   /** The package's helper folder the script imports `ratchet_tools` from ({@link sharedHelperDir}), when not copied. */
   helperDir: string | undefined;
+  /** A private TMPDIR made ahead in `tmpParent`; used only if the step's own TMPDIR goes there too. */
+  tmp?: { parent: string; dir: string };
 }
 
 /**
@@ -303,7 +313,13 @@ export async function prepareLearnedStep(
   input: Pick<
     LearnedStepInput,
     "workflow" | "step" | "runId" | "home" | "workingCopy" | "review" | "sandbox" | "baseEnv" | "readPolicy"
-  >,
+  > & {
+    /**
+     * Where the previous script's private TMPDIR was made: this step's is made there now (on the
+     * thread pool, while that script runs) instead of on the critical path. Default: not ahead.
+     */
+    tmpParent?: string | undefined;
+  },
 ): Promise<PreparedStep | LearnedStepResult> {
   const { workflow: wf, step } = input;
   const savedDir = learningsDir(wf, step.id);
@@ -359,17 +375,34 @@ export async function prepareLearnedStep(
   const outputDir = stepOutputDir(input.home, input.runId, step.id);
   const codeDir = stepCodeDir(input.home, input.runId, step.id);
   // On the thread pool: a run prepares the next step while a script runs (the event loop stays free).
-  await mkdir(outputDir, { recursive: true });
-  await cleanExcept(outputDir, codeDir);
+  // A folder this call created is empty (no script of the run can write into it: each may write
+  // its own output folder only), so there is nothing to clean nor an old `code/` to remove.
+  const fresh = (await mkdir(outputDir, { recursive: true })) !== undefined;
+  if (!fresh) await cleanExcept(outputDir, codeDir);
   const helperDir = sharedHelperDir(saved.language, input.sandbox, {
     home: input.home,
     forbid: stepForbid(input),
   });
   const helper = saved.language === "python" ? PYTHON_HELPER_FILE : JAVASCRIPT_HELPER_FILE;
-  if (!working) await copySavedFolder(savedDir, codeDir, { name: scriptName, bytes: scriptBytes, helper });
+  if (!working)
+    await copySavedFolder(savedDir, codeDir, { name: scriptName, bytes: scriptBytes, helper }, fresh);
   else if (helperDir) await rm(join(codeDir, helper), { force: true });
   if (!helperDir) await copyHelper(saved.language, codeDir);
-  return { kind: "prepared", saved, scriptName, scriptBytes, report, outputDir, codeDir, helperDir };
+  // An empty folder no other script can write (each may write its own TMPDIR and output folder only).
+  const tmp = input.tmpParent
+    ? { parent: input.tmpParent, dir: await mkdtemp(join(input.tmpParent, stepDirPrefix())) }
+    : undefined;
+  return {
+    kind: "prepared",
+    saved,
+    scriptName,
+    scriptBytes,
+    report,
+    outputDir,
+    codeDir,
+    helperDir,
+    ...(tmp ? { tmp } : {}),
+  };
 }
 
 /**
@@ -412,17 +445,25 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
 
   if (!("kind" in ready)) return ready;
   const { saved, scriptName, scriptBytes, report, outputDir, codeDir, helperDir } = ready;
+  // A TMPDIR made ahead and not used (a harness failure first, or a different folder): removed.
+  let aheadTmp = ready.tmp;
+  const dropAheadTmp = (): void => {
+    if (aheadTmp) rmSync(aheadTmp.dir, { recursive: true, force: true });
+    aheadTmp = undefined;
+  };
 
   // 3. The interpreter, the tool bridge, the command line under write protection.
   const baseEnv = input.baseEnv ?? process.env;
   const interpreterName = saved.language === "python" ? "python3" : "node";
   // The real interpreter, not a version manager's shim: its prefixes become the read roots.
-  const resolved = saved.language === "python" ? await resolvePython(baseEnv) : resolveNode();
+  const resolved =
+    saved.language === "python" ? await rememberedPython(baseEnv, input.home.cache) : resolveNode();
 
   const interpreter = resolved?.executable;
   const shownCmd =
     `$ ${interpreterName}${saved.language === "python" ? " -B" : ""} ${scriptName} ${input.dependencyDirs.join(" ")}`.trimEnd();
   if (!interpreter) {
+    dropAheadTmp();
     const error = `harness failure: could not start the script: command not found: python3 (searched PATH=${baseEnv.PATH ?? "<unset>"}); nothing was recorded against the script`;
     return notRun(StepOutcome.HarnessFailed, error, `${shownCmd}\n${error}`);
   }
@@ -462,14 +503,25 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
   try {
     bridge = await bridgeReady;
   } catch (e) {
+    dropAheadTmp();
     const error = redactor.redact(
       `harness failure: ${e instanceof Error ? e.message : String(e)}; nothing was recorded against the script`,
     );
     return notRun(StepOutcome.HarnessFailed, error, `${shownCmd}\n${error}`);
   }
-  let tmpDir = underLandlock
-    ? mkdtempSync(join(fork instanceof Forkserver && fork.tmpRoot ? fork.tmpRoot : tmpdir(), stepDirPrefix()))
+  const tmpParent = underLandlock
+    ? fork instanceof Forkserver && fork.tmpRoot
+      ? fork.tmpRoot
+      : tmpdir()
     : undefined;
+  let tmpDir: string | undefined;
+  if (tmpParent && aheadTmp?.parent === tmpParent) {
+    tmpDir = aheadTmp.dir;
+    aheadTmp = undefined;
+  } else {
+    dropAheadTmp();
+    tmpDir = tmpParent ? mkdtempSync(join(tmpParent, stepDirPrefix())) : undefined;
+  }
   const dropTmp = (): void => {
     if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
   };
@@ -564,8 +616,17 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
     return plainStart(wrapCommand(cmd, input.sandbox));
   };
   const running = fork instanceof Forkserver ? forkStart(fork) : plainStart(wrapped);
+  // The caller's work while the script runs (the ledger's start, the previous step's metadata, the
+  // next step's preparation) waits one turn of the event loop: the request to the pre-started
+  // interpreter is written from a queued microtask, and everything synchronous done before it
+  // would delay the script's start (a plain start's spawn has already happened by now).
+  if (input.whileRunning) {
+    // A runner that throws is reported below, where `running` is awaited, not as unhandled meanwhile.
+    running.catch(() => {});
+    await requestSent();
+  }
   try {
-    input.whileRunning?.();
+    input.whileRunning?.({ tmpParent });
   } catch (e) {
     stop.abort();
     await running;
@@ -677,6 +738,15 @@ export async function runLearnedStep(input: LearnedStepInput): Promise<LearnedSt
       noteFailure(e);
     }
   return result;
+}
+
+/**
+ * Resolves in the check phase of this turn of the event loop, once every microtask queued so far
+ * has run (the forkserver's request is written from one). Whatever comes first, the step is still
+ * marked started before it is closed (run-loop.ts calls its start again after the script).
+ */
+function requestSent(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** Largest partial line held back for live output before it is passed on anyway. */
@@ -825,7 +895,7 @@ export function prestartForkserver(
   const baseEnv = input.baseEnv ?? process.env;
   if (forkserverRefusal(input, baseEnv)) return;
   const started = (async () => {
-    const resolved = await resolvePython(baseEnv);
+    const resolved = await rememberedPython(baseEnv, input.home.cache);
     if (!resolved) return;
     const forbid = stepForbid(input);
     const helperDir = sharedHelperDir("python", input.sandbox, { home: input.home, forbid });
@@ -835,8 +905,9 @@ export function prestartForkserver(
       extra: input.readPolicy?.readRoots ?? [],
       forbid,
     });
-    // The server's working folder; the first step creates its folders inside it anyway.
-    await mkdir(input.home.runs, { recursive: true });
+    // The server's working folder; the first step creates its folders inside it anyway. Created
+    // here, not on the thread pool: the server's start then begins in the turn the answer came in.
+    mkdirSync(input.home.runs, { recursive: true });
     await pooledForkserver({
       input,
       interpreter: resolved.executable,

@@ -29,7 +29,7 @@ describe("layout", () => {
     expect(workflowHome(wf)).toBe(home);
     expect(learningsDir(wf, "fetch")).toBe(join(home, "learnings", "fetch"));
     expect(diffsDir(wf, "fetch")).toBe(join(home, "learnings", "fetch", "diffs"));
-    expect(rh).toEqual({ runs: join(ws, "runs"), scripts: join(ws, "scripts") });
+    expect(rh).toEqual({ runs: join(ws, "runs"), scripts: join(ws, "scripts"), cache: join(ws, "cache") });
     expect(historyDir(rh, wf, "fetch")).toBe(join(ws, "scripts", "flow", "fetch"));
     expect(metadataPath(rh, wf, "fetch")).toBe(join(ws, "scripts", "flow", "fetch", "script_metadata.json"));
     expect(runDir(rh, RUN)).toBe(join(ws, "runs", RUN));

@@ -46,11 +46,23 @@ export interface RunHome {
   runs: string;
   /** `{workflow-id}/{step-id}/script_metadata.json`: the run history of each saved script. */
   scripts: string;
+  /**
+   * Where answers that outlive a run are remembered (the real `python3`'s prefixes:
+   * python-memo.ts). Never a read or write root of a step. Unset: nothing is remembered.
+   */
+  cache?: string | undefined;
 }
 
-/** The run home of a workspace: `<workspace>/.ratchet/runs` and `<workspace>/.ratchet/scripts`. */
+/**
+ * The run home of a workspace: `<workspace>/.ratchet/runs`, `<workspace>/.ratchet/scripts` and
+ * `<workspace>/.ratchet/cache`.
+ */
 export function runHomeOf(workspaceDir: string): RunHome {
-  return { runs: join(workspaceDir, "runs"), scripts: join(workspaceDir, "scripts") };
+  return {
+    runs: join(workspaceDir, "runs"),
+    scripts: join(workspaceDir, "scripts"),
+    cache: join(workspaceDir, "cache"),
+  };
 }
 
 export interface SavedScript {

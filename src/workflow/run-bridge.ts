@@ -63,6 +63,10 @@ export class RunBridge {
 
   async #start(): Promise<Bridge> {
     try {
+      // One turn of the event loop first: loading the bridge's modules takes ~10 ms of the event
+      // loop (more under load), and the run's pre-started interpreter, whose start is usually under
+      // way in the same turn (its socket listening, its spawn a tick away), should not wait for it.
+      await new Promise((resolve) => setImmediate(resolve));
       // Loaded here: hono and the bridge cost nothing to runs that never start a script.
       const { loadWorkspaceBridgeConfig, registerBuiltinTool, startBridge } = await import(
         "../bridge/index.js"

@@ -195,10 +195,10 @@ async function runLearnedScript(
             run.opts.onProgress?.({ kind: "step_output", step_id: step.id, stream, text }),
         }
       : {}),
-    whileRunning: () => {
+    whileRunning: (ahead) => {
       start();
       run.deferred.flush();
-      prepareNext(run, i);
+      prepareNext(run, i, ahead.tmpParent);
     },
     ...(prepared ? { prepared } : {}),
   });
@@ -234,8 +234,11 @@ function markStarted(
   });
 }
 
-/** Starts preparing the step after the `i`-th while its script runs, when that one is a plain learned step. */
-function prepareNext(run: RunState, i: number): void {
+/**
+ * Starts preparing the step after the `i`-th while its script runs, when that one is a plain learned
+ * step (its TMPDIR made ahead in `tmpParent`, where the running script's was made).
+ */
+function prepareNext(run: RunState, i: number, tmpParent: string | undefined): void {
   const next = run.sel.selected[i + 1];
   if (next === undefined || run.cancelled || run.opts.signal?.aborted) return;
   const step = run.sel.byId.get(next) as WorkflowStep;
@@ -251,6 +254,7 @@ function prepareNext(run: RunState, i: number): void {
       sandbox: run.setup.sandbox,
       baseEnv: run.env,
       readPolicy: run.setup.readPolicy,
+      tmpParent,
     }),
   );
 }

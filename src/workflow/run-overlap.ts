@@ -88,8 +88,10 @@ export class NextStep {
   }
 }
 
-/** A prepared step that will not run after all (skipped, cancelled): leave no folder behind. */
+/** A prepared step that will not run after all (skipped, cancelled): leave no folder behind (nor its TMPDIR). */
 export async function discardPrepared(ahead: Ready | undefined): Promise<void> {
   const ready = await ahead?.catch(() => undefined);
-  if (ready && "kind" in ready) rmSync(ready.outputDir, { recursive: true, force: true });
+  if (!ready || !("kind" in ready)) return;
+  rmSync(ready.outputDir, { recursive: true, force: true });
+  if (ready.tmp) rmSync(ready.tmp.dir, { recursive: true, force: true });
 }

@@ -13,7 +13,6 @@ import {
   detectSandbox,
   loadSandboxConfig,
   type ProcessRunner,
-  resolvePython,
   type SandboxInfo,
   type ScriptLanguage,
   STEP_DIR_PREFIX,
@@ -21,6 +20,7 @@ import {
 } from "../exec/index.js";
 import type { BridgeProvider, LearnedStepInput } from "./fast-path.js";
 import { type RunHome, runHomeOf } from "./layout.js";
+import { rememberedPython } from "./python-memo.js";
 import { DEFAULT_STEP_TIMEOUT_SECONDS } from "./run-limits.js";
 import { resolveSecrets, resolveVariables } from "./secrets.js";
 import type { Workflow, WorkflowStep } from "./types.js";
@@ -64,6 +64,15 @@ export interface RunSetup {
  */
 export async function prepareRunSetup(input: RunSetupInput): Promise<RunSetup> {
   const { workflow: wf, env } = input;
+  // The real python3 is asked for its prefixes first (or its answer of an earlier run is taken:
+  // python-memo.ts; cached per PATH: the steps and the pre-started interpreter get it), and the
+  // sandbox probe is spawned next (the pre-started interpreter waits for both), while the rest is
+  // checked and the /tmp sweep runs. Neither writes anything; a run refused below has asked them
+  // for nothing else, and its probe's answer is not awaited (nor an unhandled rejection).
+  const home = input.home ?? runHomeOf(input.workspaceDir);
+  if (input.languages.includes("python")) rememberedPython(env, home.cache).catch(() => {});
+  const probing = detectSandbox({ languages: [...input.languages], env });
+  probing.catch(() => {});
   const variables = resolveVariables(wf, { cli: input.vars ?? {}, group: input.group, env });
   const secrets = resolveSecrets(wf, {
     env,
@@ -73,17 +82,14 @@ export async function prepareRunSetup(input: RunSetupInput): Promise<RunSetup> {
   for (const [k, v] of Object.entries(secrets)) input.redactor.add(k, v);
   // What a killed run left behind (a launcher that could not clean up: v1, or none).
   sweepStaleDirs(tmpdir(), STEP_DIR_PREFIX);
-  // The real python3 is asked for its prefixes while the sandbox is probed (cached per PATH: the
-  // steps and the pre-started interpreter get this answer).
-  if (input.languages.includes("python")) resolvePython(env).catch(() => {});
-  const sandbox = await detectSandbox({ languages: [...input.languages], env });
+  const sandbox = await probing;
   return {
     variables,
     secrets,
     sandbox,
     readPolicy: { readRoots: config.readRoots, secretDirs: [input.workspaceDir] },
     timeoutSeconds: input.stepTimeoutSeconds ?? DEFAULT_STEP_TIMEOUT_SECONDS,
-    home: input.home ?? runHomeOf(input.workspaceDir),
+    home,
   };
 }
 

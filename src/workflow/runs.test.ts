@@ -3,7 +3,8 @@
  * line, outcomes the real runner only produces rarely (time-outs, exceptions), and what is
  * recorded. The real processes (python3, node, ratchet-confine, bwrap) are covered by test/e2e/workflow-runs.test.ts.
  */
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import type { RunRequest } from "../exec/index.js";
@@ -341,5 +342,87 @@ describe("runWorkflow (fake process runner)", () => {
     expect(seen).toEqual([true]);
     expect(existsSync(join(runs, report.run_id, "report"))).toBe(false);
     expect(existsSync(join(runs, report.run_id, "fetch", "code", "main.py"))).toBe(true);
+  });
+
+  it("a step's output folder that exists before it is prepared (planted by an earlier script) is cleaned: only a folder the preparation created skips the clean", async () => {
+    const { wf, ctx, env, runs } = setup();
+    const seen: Record<string, unknown> = {};
+    const runner = new FakeProcessRunner()
+      .on(
+        (req) => /python3$/.test(req.command) && /\/fetch\/code$/.test(req.cwd ?? ""),
+        (req) => {
+          // An unprotected script (RATCHET_SANDBOX=off) plants files in the next step's folder, before
+          // that step is prepared: a module beside its script, a stale output, a stale code/ file.
+          const next = join(dirname(dirname(req.cwd as string)), "report");
+          mkdirSync(join(next, "code"), { recursive: true });
+          writeFileSync(join(next, "code", "json.py"), "raise SystemExit(0)\n");
+          writeFileSync(join(next, "code", "main.py"), "print('planted')\n");
+          writeFileSync(join(next, "stale.json"), '{"ok": true}');
+          writeFileSync(join(req.env?.STEP_OUTPUT_DIR as string, "out.json"), '{"ok": true}');
+          return { exitCode: 0 };
+        },
+      )
+      .on(
+        (req) => /python3$/.test(req.command) && /\/report\/code$/.test(req.cwd ?? ""),
+        (req) => {
+          const code = req.cwd as string;
+          seen.files = readdirSync(code).sort();
+          seen.outputs = readdirSync(dirname(code)).sort();
+          seen.script = readFileSync(join(code, "main.py"), "utf8");
+          return { exitCode: 0 };
+        },
+      );
+    const report = await runWorkflow(ctx, wf, { env, runner });
+    expect(report.steps.map((s) => s.step_id)).toEqual(["fetch", "report"]);
+    expect(runner.requests).toHaveLength(2);
+    // The helper is copied beside the script where it is not shared (no write protection here).
+    expect(seen).toEqual({
+      files: ["main.py", "ratchet_tools.py"],
+      outputs: ["code"],
+      script: "print('report')\n",
+    });
+    expect(existsSync(join(runs, report.run_id, "report", "stale.json"))).toBe(false);
+  });
+
+  it("under Landlock the next step's TMPDIR is made while the current script runs, empty; a skipped step's is removed", async () => {
+    const { wf, ctx, env } = setup();
+    const mine = (): Set<string> =>
+      new Set(readdirSync(tmpdir()).filter((n) => n.startsWith(`ratchet-step-${process.pid}-`)));
+    const seen: { own: string; others: string[]; entries: string[] }[] = [];
+    let failFirst = false;
+    const runner = new FakeProcessRunner()
+      .on({ command: /ratchet-confine$/, args: ["--probe"] }, { stdout: "landlock abi 7\n" })
+      .on({ command: /ratchet-confine$/ }, async (req) => {
+        const own = req.env?.TMPDIR as string;
+        const entries = readdirSync(own);
+        // The first script waits for the next step's TMPDIR to appear beside its own.
+        const deadline = Date.now() + 5_000;
+        let others: string[] = [];
+        while (seen.length === 0 && others.length === 0 && Date.now() < deadline) {
+          others = [...mine()].map((n) => join(tmpdir(), n)).filter((d) => d !== own);
+          if (others.length === 0) await new Promise((r) => setTimeout(r, 5));
+        }
+        writeFileSync(join(own, "scratch"), "x");
+        seen.push({ own, others, entries });
+        return seen.length === 1 && failFirst ? { exitCode: 1 } : writes()(req);
+      });
+    const landlock = { ...env, RATCHET_SANDBOX: "landlock" };
+    const report = await runWorkflow(ctx, wf, { env: landlock, runner });
+    expect(report.status, JSON.stringify(report.steps)).toBe("passed");
+    expect(seen).toHaveLength(2);
+    // The second step runs in exactly the folder made ahead while the first ran, and finds it empty.
+    expect(seen[0]?.others).toEqual([seen[1]?.own]);
+    expect(seen[1]?.entries).toEqual([]);
+    for (const s of seen) expect(existsSync(s.own)).toBe(false);
+
+    // The first script fails: the second step is skipped, and the TMPDIR made for it is gone too.
+    seen.length = 0;
+    failFirst = true;
+    const failed = await runWorkflow(ctx, wf, { env: landlock, runner });
+    expect(failed.steps.map((s) => s.outcome)).toEqual(["execution_and_validation_failed", "skipped"]);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.others).toHaveLength(1);
+    expect(existsSync(seen[0]?.others[0] as string)).toBe(false);
+    expect(mine().size).toBe(0);
   });
 });

@@ -507,6 +507,16 @@ describe("crash safety", () => {
           !existsSync(join(exec, d, "sleeper", "done.json")),
       );
     }, "the sleeper to start");
+    // The step is started in the ledger while its script runs (the start is written once the script
+    // was asked for, the pre-started interpreter's request first), not only when it is closed.
+    await waitFor(
+      () =>
+        query<{ n: number }>(
+          ws,
+          "SELECT count(*) AS n FROM steps WHERE role = 'regular' AND status = 'IN_PROGRESS'",
+        )[0]?.n === 1,
+      "the sleeper's ledger step to be IN_PROGRESS",
+    );
     const pid = running.child.pid as number;
     running.child.kill("SIGKILL");
     const dead = await running.done;
