@@ -409,8 +409,18 @@ let startScheduled = false;
  * Starts the spawner now if none runs and resolves once it takes runs; false when there can be
  * none here (tests and the bench, which must know which transport they measure).
  */
-export async function startSpawner(): Promise<boolean> {
-  return (await spawner()) !== undefined;
+export async function startSpawner(timeoutMs = 5000): Promise<boolean> {
+  // The spawner's pipes are unref'd: a caller with nothing else running (a script, the bench)
+  // would see its loop empty and exit before the hello; a ref'd timer holds it and bounds the wait.
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), timeoutMs);
+  });
+  try {
+    return (await Promise.race([spawner(), late])) !== undefined;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 let lastUsedNonce: string | undefined;
