@@ -257,7 +257,8 @@ try {
             }
           : {}),
         [`${tag}${side} processes per task (median)`]: median(x.procs),
-        [`${tag}${side} CPU ms per task, Node + its waited-for children (not the spawner's) (median)`]: median(x.cpu),
+        [`${tag}${side} CPU ms per task, Node + its waited-for children (not the spawner's) (median)`]:
+          median(x.cpu),
       });
       summaries.push(
         `${tag}${side}: overhead/round ${fmt(overhead)} ms = ${fmt(overhead / dodMedian)} × one DoD run (${fmt(dodMedian)} ms), in-loop ${fmt(median(x.loop) / dodMedian)} ×, ${median(x.procs)} processes/task`,
