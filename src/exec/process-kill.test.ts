@@ -1,9 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
+import { overEachTransport } from "../../test/helpers/transports.js";
 import { isGone, waitGone } from "../testing/processes.js";
 import { buildEnv } from "./env.js";
 import { killAllRunning, runningCount } from "./process-group.js";
 import { runProcess } from "./process-runner.js";
-import { expectedParent, spawnerMissing, TRANSPORTS, useTransport } from "./spawner-kit.js";
 import type { RunRequest } from "./types.js";
 
 const env = buildEnv({ inherit: "minimal" });
@@ -29,23 +29,7 @@ function grandchildOf(stdout: string): number {
   return pid;
 }
 
-describe.each(TRANSPORTS)("over %s", (transport) => {
-  let restore = (): void => {};
-  beforeAll(async () => {
-    restore = await useTransport(transport);
-  });
-  afterAll(() => restore());
-
-  it("starts its children through this transport", async () => {
-    if (transport === "spawner") expect(spawnerMissing()).toBeUndefined();
-    const r = await runProcess({
-      command: "sh",
-      args: ["-c", "echo $PPID"],
-      env: buildEnv({ inherit: "minimal" }),
-    });
-    expect(Number(r.stdout)).toBe(expectedParent(transport));
-  });
-
+overEachTransport(() => {
   describe("timeout", () => {
     it("kills the whole process group, grandchildren included", async () => {
       // The grandchild does not hold the pipes and SIGKILL is 30 s away, so only the group SIGTERM can

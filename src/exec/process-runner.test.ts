@@ -1,11 +1,11 @@
 import { chmodSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
+import { overEachTransport } from "../../test/helpers/transports.js";
 import { isRatchetError, truncationMarker } from "../core/index.js";
 import { buildEnv, MINIMAL_ENV_KEYS } from "./env.js";
 import { runProcess } from "./process-runner.js";
-import { expectedParent, spawnerMissing, TRANSPORTS, useTransport } from "./spawner-kit.js";
 import type { RunRequest } from "./types.js";
 
 const dir = mkdtempSync(join(tmpdir(), "ratchet-exec-"));
@@ -18,23 +18,7 @@ const sh = (script: string, extra: Partial<RunRequest> = {}) =>
 const node = (code: string, extra: Partial<RunRequest> = {}) =>
   runProcess({ command: process.execPath, args: ["-e", code], env, ...extra });
 
-describe.each(TRANSPORTS)("over %s", (transport) => {
-  let restore = (): void => {};
-  beforeAll(async () => {
-    restore = await useTransport(transport);
-  });
-  afterAll(() => restore());
-
-  it("starts its children through this transport", async () => {
-    if (transport === "spawner") expect(spawnerMissing()).toBeUndefined();
-    const r = await runProcess({
-      command: "sh",
-      args: ["-c", "echo $PPID"],
-      env: buildEnv({ inherit: "minimal" }),
-    });
-    expect(Number(r.stdout)).toBe(expectedParent(transport));
-  });
-
+overEachTransport((transport) => {
   describe("runProcess: exit status and capture", () => {
     it("reports exit 0 and the pid", async () => {
       const r = await runProcess({ command: "true", env });
